@@ -1,35 +1,33 @@
-"""An agent's context read from its transcript (`context_tools=`), checked
-against the example's searches run again with each call's arguments."""
+"""An agent's context read from its transcript, checked against its searches rerun."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
-import re
-import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
-from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
     ChatMessageTool,
-    Model,
     ModelOutput,
     ModelUsage,
     get_model,
 )
 from inspect_ai.model._call_tools import truncate_tool_output
-from inspect_ai.solver import generate, use_tools
-from inspect_ai.tool import Tool, ToolError, tool
+from inspect_ai.scorer import Score
+from inspect_ai.tool import ToolCall, ToolCallError
 
 from tests.commands import run_inspect
+from tests.test_label_scorer import documented_score
+from tests.test_scorers import task_state
+from tests.test_tasks import evaluated
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.scorers.transcript import read_tool_context
 
@@ -38,7 +36,6 @@ sys.path.insert(0, str(EXAMPLES))
 import agent_rag  # noqa: E402
 import rag_task  # noqa: E402
 
-AGENTS_PAGE = (EXAMPLES.parent / "docs" / "agents.md").read_text(encoding="utf-8")
 QUESTIONS = rag_task.packaged_lines("rag_questions.jsonl")
 MAX_TOOL_OUTPUT = 1500
 # Long searches whose results Inspect truncates at MAX_TOOL_OUTPUT: for
@@ -63,7 +60,8 @@ ANSWERS = {
 }
 
 
-def agent_model() -> Model:
+@pytest.fixture(scope="module")
+def agent_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """mockllm playing the agent: its question's searches, then `submit`."""
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
@@ -81,32 +79,16 @@ def agent_model() -> Model:
         output.usage = ModelUsage(input_tokens=400, output_tokens=10, total_tokens=410)
         return output
 
-    return get_model("mockllm/model", custom_outputs=reply)
-
-
-@pytest.fixture(scope="module")
-def agent_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    (log,) = eval(
+    return evaluated(
         agent_rag.agent_rag(),
-        model=agent_model(),
-        log_dir=str(tmp_path_factory.mktemp("agent") / "logs"),
-        display="none",
+        tmp_path_factory.mktemp("agent") / "logs",
+        model=get_model("mockllm/model", custom_outputs=reply),
         max_tool_output=MAX_TOOL_OUTPUT,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
-
-
-@pytest.fixture(scope="module")
-def index() -> Any:
-    corpus = rag_task.packaged_lines("rag_corpus.jsonl")
-    return rag_task.BM25Index([rag_task.Document(**d) for d in corpus])
 
 
 def expected(sample: EvalSample, index: Any) -> dict[str, Any]:
-    """Stage, missing and each missing ID's last call and rank, from the
-    messages and the searches run again."""
+    """Stage, missing, and each missing ID's last call and rank."""
     arguments = {
         call.id: call.arguments
         for message in sample.messages
@@ -146,8 +128,10 @@ def expected(sample: EvalSample, index: Any) -> dict[str, Any]:
 
 
 def test_the_agents_context_is_what_its_searches_returned_whole(
-    agent_log: EvalLog, index: Any
+    agent_log: EvalLog,
 ) -> None:
+    corpus = rag_task.packaged_lines("rag_corpus.jsonl")
+    index = rag_task.BM25Index([rag_task.Document(**d) for d in corpus])
     assert agent_log.samples is not None
     assert len(agent_log.samples) == len(QUESTIONS)
     seen_cut = never = truncated = 0
@@ -191,16 +175,11 @@ def test_the_agents_context_is_what_its_searches_returned_whole(
 def test_inspect_score_of_the_agents_log_gives_the_same_scores(
     agent_log: EvalLog, tmp_path: Path
 ) -> None:
-    """docs/agents.md's `inspect score` command, as written, on a copy of
-    the log: the score it appends is the one the eval gave."""
-    (block,) = re.findall(r"```bash\n(inspect score LOG .*?)```", AGENTS_PAGE, re.S)
-    words = shlex.split(block.replace("\\\n", " "))
-    assert words[:3] == ["inspect", "score", "LOG"], words
-    log_file = tmp_path / Path(agent_log.location).name
-    shutil.copy(agent_log.location, log_file)
-    done = run_inspect("score", str(log_file), *words[3:], cwd=tmp_path)
+    """docs/agents.md's `inspect score` command, run as written on a copy."""
+    log_file = str(shutil.copy(agent_log.location, tmp_path))
+    done = run_inspect(*documented_score("", log_file, "agents.md"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(log_file))
+    log = read_eval_log(log_file)
     assert log.samples is not None and agent_log.samples is not None
     for before, after in zip(agent_log.samples, log.samples, strict=True):
         old = before.scores["stage_diagnosis"]  # type: ignore[index]
@@ -209,31 +188,12 @@ def test_inspect_score_of_the_agents_log_gives_the_same_scores(
         assert new.metadata == old.metadata
 
 
-# --- Result shapes, on a task whose tool returns what each sample says ------
-
-
-@tool
-def search() -> Tool:
-    async def execute(query: str) -> str:
-        """Return the sample's preset result.
-
-        Args:
-            query: The sample's id.
-        """
-        result = RESULTS[query]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    return execute
-
-
 RESULTS: dict[str, Any] = {
     "strings": '["D1", "D2"]',
     "objects": '[{"id": "D1", "text": "a"}, {"id": "D3"}]',
     "documents": '{"query": "q", "documents": ["D1", "D2"]}',
     "results": '{"results": [{"id": "D2"}, {"id": "D1"}]}',
-    "errored": ToolError("the index is down"),
+    "errored": ToolCallError("unknown", "the index is down"),
     "python repr": "[{'id': 'D1'}]",
     "no documents key": '{"hits": ["D1"]}',
     "mixed": '["D1", {"id": "D2"}]',
@@ -243,48 +203,27 @@ RESULTS: dict[str, Any] = {
 }
 
 
-def shapes_log(tmp_path: Path, **scorer_args: Any) -> dict[str, Any]:
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        asked = next(m for m in messages if m.role == "user").text
-        if asked == "no call" or any(isinstance(m, ChatMessageTool) for m in messages):
-            output = ModelOutput.from_content("mockllm/model", "done")
-        else:
-            output = ModelOutput.for_tool_call(
-                "mockllm/model", "search", {"query": asked}
-            )
-        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-        return output
-
-    task = Task(
-        dataset=MemoryDataset(
-            [
-                Sample(
-                    id=name,
-                    input=name,
-                    metadata={"required": ["D1", "D2"], "correct": False},
-                )
-                for name in [*RESULTS, "no call"]
-            ]
-        ),
-        solver=[use_tools(search()), generate()],
-        scorer=stage_diagnosis_scorer(context_tools=["search"], **scorer_args),
-    )
-    (log,) = eval(
-        task,
-        model=get_model("mockllm/model", custom_outputs=reply),
-        log_dir=str(tmp_path),
-        display="none",
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.samples is not None
-    return {str(s.id): s.scores["stage_diagnosis"] for s in log.samples}  # type: ignore[index]
+def shape_score(name: str) -> Score:
+    """The stage score of a run whose one search returned `RESULTS[name]`."""
+    state = task_state({"required": ["D1", "D2"], "correct": False})
+    if name in RESULTS:
+        failed = isinstance(RESULTS[name], ToolCallError)
+        call = ToolCall(id="c1", function="search", arguments={"query": name})
+        state.messages = [
+            ChatMessageAssistant(content="", tool_calls=[call]),
+            ChatMessageTool(
+                content="" if failed else RESULTS[name],
+                tool_call_id="c1",
+                function="search",
+                error=RESULTS[name] if failed else None,
+            ),
+        ]
+    scorer = stage_diagnosis_scorer(context_tools=["search"])
+    return asyncio.run(scorer(state, state.target))
 
 
-def test_each_documented_shape_is_read_and_every_other_refused(
-    tmp_path: Path,
-) -> None:
-    scores = shapes_log(tmp_path)
+def test_each_documented_shape_is_read_and_every_other_refused() -> None:
+    scores = {name: shape_score(name) for name in [*RESULTS, "no call"]}
     contexts = {
         name: (scores[name].metadata or {})["record"].get("context")
         for name in ("strings", "objects", "documents", "results", "errored")
@@ -304,8 +243,10 @@ def test_each_documented_shape_is_read_and_every_other_refused(
     }
     assert no_call.value == "retrieval"
     assert "The model made no call to search." in (no_call.explanation or "")
-    assert "search#1 failed" in scores["errored"].explanation
-    assert "returned nothing to the model" in scores["errored"].explanation
+    assert "search#1 failed (unknown: the index is down)" in (
+        scores["errored"].explanation or ""
+    )
+    assert "returned nothing to the model" in (scores["errored"].explanation or "")
     assert scores["objects"].value == "retrieval"
     for name in list(RESULTS)[5:]:  # each shape after "errored"
         score = scores[name]
@@ -316,15 +257,11 @@ def test_each_documented_shape_is_read_and_every_other_refused(
         assert "call 1 to search" in (score.explanation or "")
 
 
-# --- Inspect's own truncation, read back --------------------------------------
-
-
 EDGES = ["", "é", "漢", '"q', ", 1]", "\\", "}", '\\"']
 
 
 def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
-    """The IDs of the entries inside the first `limit // 2` bytes of `text`
-    or its last `limit - limit // 2`: what Inspect keeps."""
+    """The IDs of the entries wholly in what Inspect keeps of `text`."""
     encoded = text.encode()
     head, tail = limit // 2, len(encoded) - (limit - limit // 2)
     survived = []
@@ -337,8 +274,7 @@ def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
 
 
 def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
-    """A result of 2 to 11 entries in one of the three shapes, and its entries
-    (the objects' ID under a key of the user's, `doc_id`)."""
+    """A result in one of the three shapes, and its entries (IDs at `doc_id`)."""
     texts = [
         rng.choice(EDGES) + "x" * rng.randrange(60) + rng.choice(EDGES)
         for _ in range(rng.randrange(2, 12))
@@ -355,10 +291,8 @@ def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
 
 
 def test_a_truncated_result_counts_the_entries_that_survived_whole() -> None:
-    """Inspect truncates results of random entries (some not ASCII, some
-    with quotes, commas, brackets or backslashes), in each shape, at random
-    limits; each reading is the entries whose whole text survived, or a
-    refusal, never another reading."""
+    """Random results cut by Inspect at random limits: each reading is the
+    entries whose whole text survived, or a refusal, never another reading."""
     rng = random.Random(42)
     read = refused = 0
     for trial in range(450):

@@ -1,5 +1,4 @@
-"""No silent key typos: a source no run has is warned of once, in the log; a
-key that is no key is refused in one line when the scorer is built."""
+"""No silent key typos: a source no run has is warned of once, in the log."""
 
 from __future__ import annotations
 
@@ -7,30 +6,27 @@ import asyncio
 import json
 import logging
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inspect_ai import Task, eval
+from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.scorer import Target
 
-from tests.commands import inspect_in_one_fresh_process
-from tests.support import OfflineLogs, write_lines
+from tests.support import write_lines
 from tests.test_scorers import task_state
-from tracegrade import (
-    ordered_extraction_scorer,
-    stage_diagnosis_scorer,
-)
+from tests.test_tasks import evaluated
+from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
-RUNS = {"q1": (["D1"], ["D1"], True), "q2": (["D2"], ["D1"], False)}
-METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
+RUNS = {
+    "q1": {"gold_docs": ["D1"], "retrieved": ["D1"], "judged": True},
+    "q2": {"gold_docs": ["D2"], "retrieved": ["D1"], "judged": False},
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +40,8 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str]:
     )
     task = Task(
         dataset=[
-            Sample(
-                id=run_id,
-                input="?",
-                metadata={
-                    "gold_docs": required,
-                    "retrieved": context,
-                    "judged": judged,
-                    "context": context,
-                },
-            )
-            for run_id, (required, context, judged) in RUNS.items()
+            Sample(id=run_id, input="?", metadata={**run, "context": run["retrieved"]})
+            for run_id, run in RUNS.items()
         ],
         solver=replay(),
         scorer=[
@@ -68,9 +55,7 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str]:
             )
         ],
     )
-    (log,) = eval(task, display="none", log_dir=str(work), log_realtime=False)
-    assert log.status == "success", log.error
-    return read_eval_log(log.location), labels
+    return read_eval_log(evaluated(task, work).location), labels
 
 
 def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:
@@ -85,36 +70,29 @@ def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:
     ]
 
 
-def values(log: EvalLog, name: str) -> list[Any]:
-    return [(s.scores or {})[name].value for s in log.samples or []]
-
-
 def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
-    """A misspelled key, and a labels file that matches no sample; keys
-    every sample has are not warned of."""
     log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
-    assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
+    runs = [sample.scores or {} for sample in log.samples or []]
+    assert all(math.isnan(run["stage_diagnosis"].value) for run in runs)
     ((sample_id, message),) = logged_warnings(log, "retreived")
     assert (
         f'stage_diagnosis: sample "{sample_id}" has no metadata key "retreived" '
         '(context_key="retreived"), and no run scored before it had one. '
-        f"Its metadata keys: {METADATA_KEYS}. A run without it is not graded: "
-        "invalid-input. If no sample has the key, check context_key."
+        'Its metadata keys: "context", "gold_docs", "judged", "retrieved". A run '
+        "without it is not graded: invalid-input. If no sample has the key, check "
+        "context_key."
     ) in message
-    assert {
-        error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []
-    } == {"answer-label"}
+    assert {error_kind(run["stage_diagnosis1"]) for run in runs} == {"answer-label"}
     ((sample_id, message),) = logged_warnings(log, "labels file")
     assert f'labels file {labels} has no label for sample "{sample_id}" epoch 1' in (
         message
     )
     assert 'It labels ids "Q1", "Q2".' in message
-    assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
-    (sample, *_) = log.samples or []
-    metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
+    assert [run["stage_diagnosis2"].value for run in runs] == ["pass", "retrieval"]
+    metadata = runs[0]["stage_diagnosis2"].metadata or {}
     assert metadata["read_from"] == {
         "required": 'metadata["gold_docs"]',
         "context": 'metadata["retrieved"]',
@@ -123,72 +101,34 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     assert len(logged_warnings(log)) == 2
 
 
-# --- refused when the scorer is built ------------------------------------------------
-
-
-def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    offline_logs: OfflineLogs, tmp_path: Path
-) -> None:
-    """In a fresh interpreter: Inspect sets its display and exception hook
-    from a process's first command."""
-    path = Path(shutil.copy(offline_logs.stage, tmp_path))
-    before = path.read_bytes()
-    command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
-    command += ["-S", "requried_key=gold_docs", "--action", "append", "--overwrite"]
-    (done,) = inspect_in_one_fresh_process([(command, tmp_path)])
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    assert (
-        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-        "required_key, correct_key, context_key, labels, label_scorer, "
-        "label_from, steps_key, context_tools and context_id_key"
-    ) in " ".join((done.stdout + done.stderr).split())
-    assert path.read_bytes() == before
-
-
-# --- the rule, one run at a time ---------------------------------------------------
-
-
-def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+def warned(caplog: pytest.LogCaptureFixture, scorer: Any, runs: list[Any]) -> list[str]:
+    """The warnings of scoring `runs` in turn (sample ids r0, r1, ...)."""
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        for number, metadata in enumerate(runs):
+            state = task_state(metadata, sample_id=f"r{number}", target='["A"]')
+            asyncio.run(scorer(state, state.target))
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_a_context_no_solver_recorded_is_warned_of(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    scorer = stage_diagnosis_scorer()
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        asyncio.run(
-            scorer(task_state({"required": ["D1"]}, sample_id="r0"), Target(""))
-        )
-    (warning,) = [w for w in warnings_of(caplog) if "no context" in w]
-    assert "recorded no context (no solver set RetrievalTrace.context)" in warning
-    assert "Its store keys: none." in warning
-
-
-def test_a_key_the_first_runs_lack_is_warned_of_once(
+def test_a_key_or_context_the_first_run_lacks_is_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Inspect gives a scorer no end of run, so a key the first run lacks
     is warned of even if a later run has it; the warning says "before"."""
-    unlabelled = {"required": ["D1"], "context": ["D1"]}
-    scorer = stage_diagnosis_scorer(context_key="context")
+    unlabelled = {"required": ["D1"]}
     runs = [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled]
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        for number, metadata in enumerate(runs):
-            asyncio.run(
-                scorer(task_state(metadata, sample_id=f"r{number}"), Target(""))
-            )
-    (warning,) = warnings_of(caplog)
-    assert warning.startswith(
+    context, label = warned(caplog, stage_diagnosis_scorer(), runs)
+    assert "recorded no context (no solver set RetrievalTrace.context)" in context
+    assert "Its store keys: none." in context
+    assert label.startswith(
         'stage_diagnosis: sample "r0" has no metadata key "correct" '
         '(correct_key="correct"), and no run scored before it had one.'
     )
-    assert 'Its metadata keys: "context", "required".' in warning
+    assert 'Its metadata keys: "required".' in label
 
 
 @pytest.mark.parametrize(
-    ("arguments", "warned"),
+    ("arguments", "keys"),
     [
         ({"source_key": "sources", "answer_key": "answers"}, ["sources", "answers"]),
         # The target and the output are never warned of.
@@ -196,31 +136,20 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
     ],
 )
 def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
-    caplog: pytest.LogCaptureFixture, arguments: dict[str, Any], warned: list[str]
+    caplog: pytest.LogCaptureFixture, arguments: dict[str, Any], keys: list[str]
 ) -> None:
-    scorer = ordered_extraction_scorer(**arguments)
     run = {"source": ["A"], "answer": ["A"]}
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        for number in range(3):
-            asyncio.run(
-                scorer(task_state(run, sample_id=f"r{number}"), Target('["A"]'))
-            )
-    found = warnings_of(caplog)
-    assert len(found) == len(warned)  # each at the first run, none again
-    for message, key in zip(found, warned, strict=True):
+    found = warned(caplog, ordered_extraction_scorer(**arguments), [run] * 3)
+    assert len(found) == len(keys)  # each at the first run, none again
+    for message, key in zip(found, keys, strict=True):
         assert message.startswith(
             f'ordered_extraction: sample "r0" has no metadata key "{key}"'
         )
         assert 'Its metadata keys: "answer", "source".' in message
 
 
-# --- tracegrade check ----------------------------------------------------------------
-
-
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
-    """The documented `{"source", "output"}` form: `check` finds no field
-    missing (nor does `score`: test_recorded_outputs.py); with neither, the
-    warning names both."""
+    """`check` finds no field missing in `{"source", "output"}`; neither is named."""
     path = write_lines(
         tmp_path / "runs.jsonl",
         [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": "A"}}],

@@ -1,5 +1,4 @@
-"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`):
-the mapping table, the scorer, the refusals, and real `inspect score` runs."""
+"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval, score
+from inspect_ai import Task, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.scorer import (
@@ -31,11 +30,10 @@ from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
 from tests.test_scorers import task_state
-from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
+from tests.test_tasks import evaluated
+from tracegrade import diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
-
-# --- the mapping ------------------------------------------------------------------
 
 # A grader's value and the label it gives (None: no label).
 LABELS: list[tuple[Any, bool | None]] = [
@@ -44,47 +42,23 @@ LABELS: list[tuple[Any, bool | None]] = [
 ]
 
 
-# --- graders to test with -----------------------------------------------------------
+# What the test grader gives beside its value; an Inspect before 0.3.261
+# keeps no `Score.reason`, a grader's included.
+GIVEN = {
+    "answer": "graded answer",
+    "explanation": "why",
+    "reason": "judged",
+    "metadata": {"judge": "fixed"},
+}
+GRADER_SCORE = {**GIVEN, "reason": "judged" if "reason" in Score.model_fields else None}
 
 
 @scorer(metrics=[])
 def fixed_grade(value: Any = CORRECT, fail: bool = False, none: bool = False) -> Scorer:
-    """A grader that gives `value`, raises, or returns no score."""
-
     async def grade(state: TaskState, target: Target) -> Score | None:
         if fail:
             raise RuntimeError("the grading model is unreachable")
-        if none:
-            return None
-        return Score(
-            value=value,
-            answer="graded answer",
-            explanation="why",
-            reason="judged",
-            metadata={"judge": "fixed"},
-        )
-
-    return grade
-
-
-# An Inspect before 0.3.261 keeps no `Score.reason`, a grader's included.
-JUDGED_REASON = "judged" if "reason" in Score.model_fields else None
-
-GRADER_SCORE = {
-    "answer": "graded answer",
-    "explanation": "why",
-    "reason": JUDGED_REASON,
-    "metadata": {"judge": "fixed"},
-}
-
-
-@scorer(metrics=[])
-def echo_target() -> Scorer:
-    """CORRECT when the output is the target: the grader sees the run's
-    own state and target."""
-
-    async def grade(state: TaskState, target: Target) -> Score:
-        return Score(value=CORRECT if state.output.completion == target.text else "I")
+        return None if none else Score(value=value, **GIVEN)
 
     return grade
 
@@ -116,21 +90,10 @@ def score_run(
     return result
 
 
-def metadata_of(result: Score) -> dict[str, Any]:
-    assert result.metadata is not None
-    return result.metadata
-
-
-# --- the scorer with a grader, or a given score -------------------------------------
-
 TABLE = [
-    *(
-        (source, value, label)
-        for value, label in LABELS
-        for source in ("scorer", "score")
-    ),
-    ("scorer", None, None),  # the grader returned no score at all
+    (source, value, label) for value, label in LABELS for source in ("scorer", "score")
 ]
+TABLE.append(("scorer", None, None))  # the grader returned no score at all
 
 
 @pytest.mark.parametrize(("source", "value", "label"), TABLE, ids=repr)
@@ -143,7 +106,7 @@ def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
         judged = Score(value=value, **GRADER_SCORE)
         scores = {"fixed_grade": judged}
         result = score_run(None, scores=scores, label_from="fixed_grade")
-    metadata = metadata_of(result)
+    metadata = result.metadata or {}
     assert metadata["read_from"]["correct"] == f"{source} fixed_grade"
     fields = ("value", "answer", "explanation", "reason", "metadata")
     given = {"value": value, **GRADER_SCORE} if value is not None else {}
@@ -177,80 +140,25 @@ def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
 
 
 def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
-    """The grader sees the run's own state and target, by scorer or name."""
-    assert score_run(echo_target(), output="-18 C", target="-18 C").value == "pass"
-    assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
-        "generation"
-    )
+    result = score_run("includes", output="-20 C", target="-18 C")
+    assert result.value == "generation"
     result = score_run("includes", output="The answer is -18 C", target="-18 C")
     assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
-    assert metadata_of(result)["grader"]["name"] == "includes"
+    assert (result.metadata or {})["read_from"]["correct"] == "scorer includes"
+    assert (result.metadata or {})["grader"]["name"] == "includes"
     # It replaces a label in metadata; what it raises goes up, as from any
     # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
-    assert metadata_of(result)["record"]["correct"] is False
+    assert (result.metadata or {})["record"]["correct"] is False
     with pytest.raises(RuntimeError, match="the grading model is unreachable"):
         score_run(fixed_grade(fail=True))
     # Unresolved and retrieval runs keep the grader's score.
     unresolved = score_run(fixed_grade(PARTIAL), {"required": [], "context": []})
     assert unresolved.value == "unresolved"
-    assert metadata_of(unresolved)["grader"]["value"] == "P"
+    assert (unresolved.metadata or {})["grader"]["value"] == "P"
     lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
     assert lucky.value == "retrieval"
-    assert metadata_of(lucky)["record"]["correct"] is True
-
-
-# --- mistakes ------------------------------------------------------------------------
-
-
-ONE_SOURCE = (
-    "but a run's label has one source: a staff labels file (labels), a grader "
-    "(label_scorer) or an earlier scorer's score (label_from); give one"
-)
-
-
-async def homemade(state: TaskState, target: Target) -> Score:
-    return Score(value=CORRECT)
-
-
-@pytest.mark.parametrize(
-    ("sources", "said"),
-    [
-        (
-            {"label_scorer": match(), "label_from": "judge"},
-            f'label_scorer=match() and label_from="judge" were given, {ONE_SOURCE}',
-        ),
-        (
-            {"labels": "labels.jsonl", "label_scorer": "match"},
-            f'labels="labels.jsonl" and label_scorer="match" were given, {ONE_SOURCE}',
-        ),
-        (
-            {"label_from": "  "},
-            "label_from must name a score an earlier scorer gives, such as "
-            '"model_graded_qa", got "  "',
-        ),
-        # `match` is registered as a scorer too: it makes one.
-        (
-            {"label_scorer": match},
-            "label_scorer match is the @scorer function, not a scorer; call it: "
-            "label_scorer=match() (with any arguments it takes)",
-        ),
-        ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
-        ({"label_scorer": 5}, "must be an Inspect scorer or its registry name, got 5"),
-        ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
-    ],
-)
-def test_a_label_source_that_cannot_be_used_is_refused(
-    sources: dict[str, Any], said: str
-) -> None:
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(**sources)
-    assert said in str(refused.value)
-    assert "\n" not in str(refused.value)
-
-
-# --- in real runs --------------------------------------------------------------------
+    assert (lucky.metadata or {})["record"]["correct"] is True
 
 
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
@@ -261,14 +169,11 @@ def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
 EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
 
 
-SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
-
-
-def documented_score(needle: str, log: str) -> list[str]:
-    """The `inspect score LOG ...` command of docs/scores.md holding
-    `needle`, as arguments of `inspect`, with LOG the log given: the docs'
-    lines run as written, with no terminal to answer a prompt."""
-    blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", SCORES_PAGE, re.S)
+def documented_score(needle: str, log: str, page: str = "scores.md") -> list[str]:
+    """The `inspect score LOG ...` command of docs/`page` holding `needle`, as
+    arguments of `inspect`, with LOG the log given."""
+    text = (Path(__file__).parents[1] / "docs" / page).read_text("utf-8")
+    blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", text, re.S)
     (block,) = [block for block in blocks if needle in block]
     words = shlex.split(block.replace("\\\n", " "))
     assert words[:3] == ["inspect", "score", "LOG"], words
@@ -320,19 +225,7 @@ def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
         ],
         name="graded_runs",
     )
-    (log,) = eval(
-        task,
-        display="none",
-        log_dir=str(tmp_path_factory.mktemp("judged")),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    return log
-
-
-def copied(log: EvalLog, tmp_path: Path) -> str:
-    """A copy of `log` for a command to append its scores to."""
-    return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
+    return evaluated(task, tmp_path_factory.mktemp("judged"))
 
 
 def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
@@ -360,30 +253,6 @@ def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     assert stages(rescored) == EXPECTED
 
 
-def test_inspect_score_takes_a_grader_with_arguments(
-    tmp_path: Path, judged_log: EvalLog
-) -> None:
-    """Inspect's own form for a scorer argument: type, name and params."""
-    grader = "{type: scorer, name: match, params: {location: begin}}"
-    location = copied(judged_log, tmp_path)
-    command = documented_score(grader, location)
-    assert f"label_scorer={grader}" in command
-    done = run_inspect(*command, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    log = read_eval_log(location)
-    # "-18 degrees C." begins with the target; "I do not know." does not.
-    assert stages(log, "stage_diagnosis2") == EXPECTED
-    assert log.results is not None
-    assert log.results.scores[-1].params["label_scorer"] == {
-        "type": "scorer",
-        "name": "match",
-        "params": {"location": "begin"},
-    }
-
-
-# --- label_from: a score an earlier scorer gave ---------------------------------
-
-
 def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -402,7 +271,7 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
             '(label_from="judge"), so the answer cannot be called correct or '
             "incorrect."
         )
-        assert metadata_of(result)["grader"]["value"] is None
+        assert (result.metadata or {})["grader"]["value"] is None
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith(
         'stage_diagnosis: sample "q1" has no score "judge" (label_from="judge"), '
@@ -411,18 +280,33 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     assert "--action append" in warning
 
 
-def test_inspect_score_labels_from_a_score_in_the_log(
+def test_inspect_score_runs_the_pages_grader_with_arguments_and_label_from(
     tmp_path: Path, judged_log: EvalLog
 ) -> None:
-    """`-S label_from=...` under `--action append`: Inspect gives the
-    scorer the log's scores, so the judge is not run again."""
-    location = copied(judged_log, tmp_path)
+    """docs/scores.md's commands on a copy: Inspect's own form for a scorer
+    argument, and `label_from=`, which reads the log's scores under `--action
+    append` (the judge is not run again)."""
+    location = str(shutil.copy(judged_log.location, tmp_path))
+    grader = "{type: scorer, name: match, params: {location: begin}}"
+    with_arguments = documented_score(grader, location)
+    assert f"label_scorer={grader}" in with_arguments
     # The page's judge is model_graded_qa; this log's is counted_judge().
-    command = documented_score("label_from=", location)
-    command[command.index("label_from=model_graded_qa")] = "label_from=counted_judge"
-    done = run_inspect(*command, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    rescored = read_eval_log(location)
-    assert stages(rescored, "stage_diagnosis2") == EXPECTED
-    assert rescored.results is not None
-    assert rescored.results.scores[-1].params["label_from"] == "counted_judge"
+    label_from = documented_score("label_from=", location)
+    label_from[label_from.index("label_from=model_graded_qa")] = (
+        "label_from=counted_judge"
+    )
+    for command in (with_arguments, label_from):
+        done = run_inspect(*command, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    log = read_eval_log(location)
+    # "-18 degrees C." begins with the target; "I do not know." does not.
+    assert stages(log, "stage_diagnosis2") == EXPECTED
+    assert stages(log, "stage_diagnosis3") == EXPECTED
+    assert log.results is not None
+    *_, graded, judged = log.results.scores
+    assert graded.params["label_scorer"] == {
+        "type": "scorer",
+        "name": "match",
+        "params": {"location": "begin"},
+    }
+    assert judged.params["label_from"] == "counted_judge"

@@ -1,30 +1,24 @@
-"""The live `tracegrade/ordered_extraction` task, offline on mockllm: each
-reply is chosen by the document its prompt holds, with a preset `usage`
-(without one mockllm downloads a tokenizer)."""
+"""The live `tracegrade/ordered_extraction` task, offline on mockllm."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import eval
-from inspect_ai.log import (
-    EvalLog,
-    EvalSample,
-)
+from inspect_ai.log import EvalLog
 from inspect_ai.model import (
     ChatMessage,
     GenerateConfig,
-    Model,
     ModelOutput,
     ModelUsage,
     get_model,
 )
 
 from tests.support import write_lines
+from tests.test_tasks import evaluated
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -42,82 +36,54 @@ BY_ID = {document.id: document for document in DOCUMENTS}
 CONFIGS: dict[str, GenerateConfig] = {}
 
 
-def mock_model(
-    replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
-) -> Model:
-    """mockllm answering the prompt of document `id` with `replies[id]` in
-    turn, the document found in the prompt by its text (`texts`, by default
-    the packaged documents')."""
+def run_live(
+    replies: dict[str, str],
+    log_dir: Path,
+    texts: dict[str, str] | None = None,
+    **task_args: Any,
+) -> EvalLog:
+    """The task on mockllm answering document `id`'s prompt with `replies[id]`;
+    a preset `usage`, as without one mockllm downloads a tokenizer."""
     texts = texts or {document.id: document.text for document in DOCUMENTS}
-    calls: dict[str, int] = {}
 
     def reply(
         messages: list[ChatMessage], tools: Any, choice: Any, config: GenerateConfig
     ) -> ModelOutput:
-        prompt = messages[-1].text
-        (document_id,) = [i for i in replies if texts[i] in prompt]
+        (document_id,) = [i for i in replies if texts[i] in messages[-1].text]
         CONFIGS[document_id] = config
-        count = calls.get(document_id, 0)
-        calls[document_id] = count + 1
         output = ModelOutput.from_content(
-            model="mockllm/model", content=replies[document_id][count]
+            model="mockllm/model", content=replies[document_id]
         )
         output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
         return output
 
-    return get_model("mockllm/model", custom_outputs=reply)
-
-
-def run_live(
-    replies: dict[str, Sequence[str]],
-    tmp_path: Path,
-    texts: dict[str, str] | None = None,
-    **kwargs: Any,
-) -> EvalLog:
-    (log,) = eval(
-        ordered_extraction(**kwargs.pop("task_args", {})),
-        model=mock_model(replies, texts),
+    return evaluated(
+        ordered_extraction(**task_args),
+        log_dir,
+        model=get_model("mockllm/model", custom_outputs=reply),
         sample_id=list(replies),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        **kwargs,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
 
 
 def source(document_id: str) -> list[str]:
     return list(BY_ID[document_id].source)
 
 
-def as_json(ids: list[str], **kwargs: Any) -> str:
-    return json.dumps(ids, **kwargs)
-
-
 def pick(kind: str, n: int) -> str:
-    """The id of the n-th packaged document of a kind, so a case runs on
-    a real manifest, citation list, log excerpt, ..."""
     return [d.id for d in DOCUMENTS if d.kind == kind][n]
-
-
-def sample_of(log: EvalLog, document_id: str) -> EvalSample:
-    assert log.samples is not None
-    (sample,) = [s for s in log.samples if s.id == document_id]
-    return sample
 
 
 # One case per way an answer can go; each runs on its own document.
 CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
-    "right": (pick("shipping_manifest", 0), as_json, ((True, True), "json", None)),
+    "right": (pick("shipping_manifest", 0), json.dumps, ((True, True), "json", None)),
     "alphabetised": (
         pick("citation_list", 1),
-        lambda ids: as_json(sorted(ids)),
+        lambda ids: json.dumps(sorted(ids)),
         ((True, False), "json", None),
     ),
     "repeated": (
         pick("invoice_register", 0),
-        lambda ids: as_json([*ids, ids[0]]),
+        lambda ids: json.dumps([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
     # The response schema's object, read by its key.
@@ -137,7 +103,7 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
 @pytest.fixture(scope="module")
 def live_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     replies = {
-        document_id: [make(source(document_id))]
+        document_id: make(source(document_id))
         for document_id, make, _ in CASES.values()
     }
     return run_live(replies, tmp_path_factory.mktemp("live"))
@@ -146,17 +112,26 @@ def live_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
     document_id, make, ((membership, order), read_as, reason) = CASES[case]
-    sample = sample_of(live_log, document_id)
+    (sample,) = [s for s in live_log.samples or [] if s.id == document_id]
+    document = BY_ID[document_id]
+    assert sample.metadata == {
+        "source": document.source,
+        "kind": document.kind,
+        "target": document.target,
+    }
+    assert sample.input == DEFAULT_PROMPT.replace("{target}", document.target).replace(
+        "{document}", document.text
+    )
+    assert json.loads(str(sample.target)) == document.source
+    # Structured output is asked for by default.
+    assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
     assert sample.scores is not None
     score = sample.scores["ordered_extraction"]
     metadata = score.metadata or {}
     assert score.value == {"membership": membership, "order": order}
     assert error_kind(score) == reason
     assert metadata["read_as"] == read_as
-    assert metadata["read_from"] == {
-        "source": 'metadata["source"]',
-        "answer": "output",
-    }
+    assert metadata["read_from"] == {"source": 'metadata["source"]', "answer": "output"}
     assert metadata["record"]["source"] == source(document_id)
     reply = make(source(document_id))
     if read_as is None:
@@ -173,53 +148,6 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"error": "duplicate-id"}
 
 
-def test_each_sample_is_one_document(live_log: EvalLog) -> None:
-    document_id = CASES["right"][0]
-    sample = sample_of(live_log, document_id)
-    document = BY_ID[document_id]
-    assert sample.metadata == {
-        "source": document.source,
-        "kind": "shipping_manifest",
-        "target": "container numbers",
-    }
-    assert json.loads(str(sample.target)) == document.source
-    assert isinstance(sample.input, str)
-    assert document.text in sample.input
-    assert sample.input.startswith("List the container numbers in the document")
-    assert sample.output.completion == as_json(document.source)
-    # Structured output is asked for by default.
-    assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
-
-
-# --- the prompt -----------------------------------------------------------------
-
-
-def first_input(task_args: dict[str, str]) -> str:
-    task = ordered_extraction(**task_args)
-    text = task.dataset[0].input
-    assert isinstance(text, str)
-    return text
-
-
-def test_a_prompt_string_or_file_replaces_the_default_filled_once(
-    tmp_path: Path,
-) -> None:
-    document = DOCUMENTS[0]
-    assert first_input({}) == DEFAULT_PROMPT.replace(
-        "{target}", document.target
-    ).replace("{document}", document.text)
-    text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
-    assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
-    path = tmp_path / "prompt.txt"
-    path.write_text("{target}: {document}\n", encoding="utf-8")
-    dataset = write_lines(
-        tmp_path / "docs.jsonl",
-        [{"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}],
-    )
-    text = first_input({"dataset": dataset, "prompt": str(path)})
-    assert text == "keys: see {target} A1\n"
-
-
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
     tmp_path: Path,
 ) -> None:
@@ -231,20 +159,26 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
         ordered_extraction(prompt=str(path))
 
 
-# --- your own documents ---------------------------------------------------------
+GOOD = {
+    "id": "d1",
+    "text": "{target}: B2, A1",
+    "source": ["B2", "A1"],
+    "target": "codes",
+}
 
 
-GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}
-SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
-
-
-def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
-    third = {**GOOD, "id": "d3", "text": "C3 then D4", "source": ["C3", "D4"]}
-    dataset = write_lines(
-        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}, third]
-    )
-    task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2", "d3"]
+def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -> None:
+    second = {**GOOD, "id": "d2", "kind": "memo", "source": ["A1", "B2"]}
+    dataset = write_lines(tmp_path / "docs.jsonl", [GOOD, second])
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("{target}: {document}\n", encoding="utf-8")
+    task_args = {"dataset": dataset, "prompt": str(prompt)}
+    task = ordered_extraction(**task_args)
+    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
+    # Filled once: a placeholder in the document stays as written.
+    assert task.dataset[0].input == "codes: {target}: B2, A1\n"
+    template = ordered_extraction(dataset=dataset, prompt="{target} of {document} {x}")
+    assert template.dataset[0].input == "codes of {target}: B2, A1 {x}"
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
@@ -252,28 +186,23 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     }
     # Without structured output, the schema's object is a value, not a list.
     log = run_live(
-        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"], "d3": ['{"ids": ["C3", "D4"]}']},
-        tmp_path,
-        texts={"d1": "B2 then A1", "d2": "A1, B2", "d3": "C3 then D4"},
-        task_args={"dataset": dataset, "structured": False},
+        {"d1": '{"ids": ["B2", "A1"]}'},
+        tmp_path / "logs",
+        texts={"d1": GOOD["text"]},
+        **task_args,
+        structured=False,
     )
-    scores = {s.id: (s.scores or {})["ordered_extraction"] for s in log.samples or []}
-    graded = {
-        key: (s.value, (s.metadata or {})["read_as"]) for key, s in scores.items()
-    }
-    assert graded == {
-        "d1": ({"membership": True, "order": True}, "json"),
-        "d2": ({"membership": True, "order": False}, "lines"),
-        "d3": ({"membership": False, "order": False}, None),
-    }
-    assert "is no list of string IDs" in (scores["d3"].explanation or "")
-    assert CONFIGS["d3"].response_schema is None
+    (sample,) = log.samples or []
+    score = (sample.scores or {})["ordered_extraction"]
+    assert score.value == {"membership": False, "order": False}
+    assert (score.metadata or {})["read_as"] is None
+    assert "is no list of string IDs" in (score.explanation or "")
+    assert CONFIGS["d1"].response_schema is None
 
 
 @pytest.mark.parametrize(
     ("lines", "problem"),
     [
-        ([GOOD, "{"], "line 2: not valid JSON"),
         ([GOOD, {**GOOD, "id": "d1"}], 'line 2: id "d1" is already used on line 1'),
         (
             [GOOD, {**GOOD, "id": "d2", "source": ["A1", "A1"]}],

@@ -1,5 +1,4 @@
-"""Metrics see the real values: with epochs (the default mean maps a stage
-string to 0.0), under any reducer, and when every sample is an error."""
+"""Metrics see the real values: with epochs, and when every sample is an error."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import (
     EvalLog,
     EvalMetric,
@@ -17,19 +15,13 @@ from inspect_ai.log import (
     headline_metric,
     read_eval_log,
 )
-from inspect_ai.scorer import (
-    Metric,
-    MetricProtocol,
-    SampleScore,
-    Score,
-    Value,
-    accuracy,
-)
+from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Score, Value
 
 from tests.support import write_lines
+from tests.test_scorers import EXTRACTION_CASES, STAGE_CASES
+from tests.test_tasks import evaluated
 from tracegrade import stage_diagnosis
 from tracegrade.core import stage_precision, stage_recall
-from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.schema import STAGES
 from tracegrade.scorers import (
     answer_failures,
@@ -45,16 +37,17 @@ from tracegrade.scorers.outcome import ANSWER_FAILURES
 
 pytestmark = pytest.mark.runs_long
 
-STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
-EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
+
+FAILED = {"membership": False, "order": False}
+STAGE_ORDER = ("pass", "retrieval", "generation", "unresolved")
 
 
 def sample_score(
-    value: Any, *, correct: Any = None, error: dict[str, Any] | None = None
+    value: Any, *, correct: Any = None, error: Any = None, sample_id: str = "s"
 ) -> SampleScore:
     record = {} if correct is None else {"correct": correct}
     return SampleScore(
-        sample_id="s",
+        sample_id=sample_id,
         score=Score(value=value, metadata={"record": record, "error": error}),
     )
 
@@ -72,87 +65,12 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def run(task: Any, tmp_path: Path) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    assert log.status == "success", log.error
-    return log
-
-
-# --- expectations from the fixture files themselves ---------------------------
-
-
-def expected_stage_shares() -> dict[str, float]:
-    stages = Counter(
-        case.expected["stage"]
-        for case in STAGE_CASES
-        if case.expected is not None and "stage" in case.expected
-    )
-    total = sum(stages.values())
-    return {stage: stages[stage] / total for stage in STAGES}
-
-
-def expected_lucky() -> int:
-    return sum(
-        1
-        for case in STAGE_CASES
-        if case.expected is not None
-        and case.expected.get("stage") == "retrieval"
-        and case.input.get("correct") is True
-    )
-
-
-def expected_extraction() -> tuple[float, float, int, int]:
-    grades = [
-        case.expected
-        for case in EXTRACTION_CASES
-        if case.expected is not None and "membership" in case.expected
-    ]
-    answer_duplicates = sum(
-        1
-        for case in EXTRACTION_CASES
-        if case.expected == {"error": "duplicate-id"}
-        and len(set(case.input["source"])) == len(case.input["source"])
-    )
-    scored = len(grades) + answer_duplicates
-    membership = sum(grade["membership"] for grade in grades) / scored
-    order = sum(grade["order"] for grade in grades) / scored
-    return membership, order, answer_duplicates, len(EXTRACTION_CASES) - scored
-
-
-# --- the metric functions -----------------------------------------------------
-
-
-def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
-    return [
-        SampleScore(
-            sample_id=sample_id,
-            score=Score(value=stage, metadata={"record": {}, "error": None}),
-        )
-        for sample_id, stages in stages_by_sample.items()
-        for stage in stages
-    ]
-
-
 def test_shares_refuse_a_value_of_the_other_task() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
         compute(stage_shares(), [sample_score(0.0)])
     with pytest.raises(ValueError, match=r"got 'pass'"):
         compute(criteria_shares(), [sample_score("pass")])
-
-
-FAILED = {"membership": False, "order": False}
-
-
-def failed(kind: str) -> SampleScore:
-    return sample_score(FAILED, error={"kind": kind, "side": "answer"})
-
-
-def stage_recalls(*recalls: Any) -> list[SampleScore]:
-    return [
-        SampleScore(sample_id="s", score=Score(value="pass", metadata=recall))
-        for recall in recalls
-    ]
 
 
 @pytest.mark.parametrize(
@@ -162,7 +80,7 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
         (
             stage_shares(),
             [sample_score(v) for v in ("retrieval", "retrieval", "pass", "unresolved")],
-            {"pass": 0.25, "retrieval": 0.5, "generation": 0.0, "unresolved": 0.25},
+            dict(zip(STAGE_ORDER, (0.25, 0.5, 0.0, 0.25), strict=True)),
         ),
         (
             lucky_answers(),
@@ -177,26 +95,31 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
         (
             answer_failures(),
             [
-                failed("duplicate-answer-id"),
-                failed("unreadable-answer"),
-                failed("unreadable-answer"),
-                sample_score(FAILED),
-            ],
+                sample_score(FAILED, error={"kind": kind, "side": "answer"})
+                for kind in (
+                    "duplicate-answer-id",
+                    "unreadable-answer",
+                    "unreadable-answer",
+                )
+            ]
+            + [sample_score(FAILED)],
             {"duplicate-id": 1, "unreadable": 2},
         ),
         (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),
         (
             stage_modes(),
-            epoch_scores(
-                {
+            [
+                sample_score(stage, sample_id=sample_id)
+                for sample_id, stages in {
                     "a": ["pass", "pass", "generation"],
                     "b": ["retrieval", "pass", "retrieval"],
                     # A tie goes to the earlier stage: a sample that failed
                     # retrieval as often as it passed is not reported as passing.
                     "c": ["pass", "retrieval"],
                     "d": ["unresolved"],
-                }
-            ),
+                }.items()
+                for stage in stages
+            ],
             {
                 "pass_mode": 0.25,
                 "retrieval_mode": 0.5,
@@ -208,13 +131,31 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
         (lucky_answers(), [], {"lucky_answers": 0}),
         (answer_failures(), [], {"duplicate-id": 0, "unreadable": 0}),
         (scored_runs(), [], {"scored_runs": 0}),
+        # Shares over no run are NaN.
+        (stage_shares(), [], dict.fromkeys(STAGE_ORDER, math.nan)),
+        (criteria_shares(), [], {"membership": math.nan, "order": math.nan}),
+        # Reduced values: booleans with one epoch or the mode, means otherwise.
+        (
+            criteria_shares(),
+            [
+                sample_score({"membership": membership, "order": order})
+                for membership, order in (
+                    *((True, True), (True, False)),
+                    *((2 / 3, 1 / 3), (False, False)),
+                )
+            ],
+            {"membership": 2 / 3, "order": 1 / 3},
+        ),
         (
             step_recall(),
-            stage_recalls(
-                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
-                {"step_recall": {"retriever": 0.5}},
-                {"step_recall": None},
-            ),
+            [
+                SampleScore(sample_id="s", score=Score(value="pass", metadata=recall))
+                for recall in (
+                    {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
+                    {"step_recall": {"retriever": 0.5}},
+                    {"step_recall": None},
+                )
+            ],
             {"retriever_recall": 0.75, "reranker_recall": 0.5},
         ),
     ],
@@ -223,34 +164,9 @@ def test_each_metric_counts_what_it_says(
     metric: Metric, scores: list[SampleScore], expected: dict[str, Any]
 ) -> None:
     found = compute(metric, scores)
-    assert found == expected
+    assert found == pytest.approx(expected, nan_ok=True)
     assert list(cast(dict[str, Any], found)) == list(expected)
     assert set(FAILURE_LABELS) == set(ANSWER_FAILURES)
-
-
-def extraction_score(membership: Any, order: Any) -> SampleScore:
-    return sample_score({"membership": membership, "order": order})
-
-
-def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
-    # Reduced values: booleans with one epoch or the mode, means otherwise.
-    scores = [
-        extraction_score(True, True),
-        extraction_score(True, False),
-        extraction_score(2 / 3, 1 / 3),
-        extraction_score(False, False),
-    ]
-    shares = compute(criteria_shares(), scores)
-    assert shares == {
-        key: compute(
-            accuracy(),
-            [
-                SampleScore(sample_id="s", score=Score(value=s.score.as_dict()[key]))
-                for s in scores
-            ],
-        )
-        for key in ("membership", "order")
-    }
 
 
 def test_the_counts_are_known_by_their_logged_names() -> None:
@@ -265,47 +181,39 @@ def test_the_counts_are_known_by_their_logged_names() -> None:
     assert not is_count(EvalMetric(name="accuracy", value=1.0))
 
 
-def test_metrics_accept_an_empty_list() -> None:
-    shares = compute(stage_shares(), [])
-    assert isinstance(shares, dict) and set(shares) == set(STAGES)
-    assert all(math.isnan(share) for share in shares.values())
-    shares = compute(criteria_shares(), [])
-    assert isinstance(shares, dict) and set(shares) == {"membership", "order"}
-    assert all(math.isnan(share) for share in shares.values())
-
-
-# --- real evals ---------------------------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def stage_log(two_epoch_logs: dict[str, Path]) -> EvalLog:
-    """The packaged stage task over two epochs, reduced by the default mean."""
     return read_eval_log(str(two_epoch_logs["stage_diagnosis"]))
 
 
 def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     (score,) = scores_by_name(stage_log).values()
     values = metric_values(score)
-    for stage, share in expected_stage_shares().items():
-        assert values[stage] == pytest.approx(share)
-    # Unreduced metrics count runs: each sample contributes one per epoch.
-    assert values["lucky_answers"] == expected_lucky() * 2
-    data_errors = sum(
-        1
+    staged = [
+        (case.input, (case.expected or {})["stage"])
         for case in STAGE_CASES
-        if case.expected is not None and "stage" not in case.expected
-    )
-    assert score.unscored_samples == data_errors * 2
-    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 2
-    assert values["scored_runs"] == score.scored_samples
+        if "stage" in (case.expected or {})
+    ]
+    stages = Counter(stage for _, stage in staged)
+    for stage in STAGES:
+        assert values[stage] == pytest.approx(stages[stage] / len(staged))
+    # Unreduced metrics count runs: each sample contributes one per epoch.
+    lucky = [
+        record
+        for record, stage in staged
+        if stage == "retrieval" and record.get("correct") is True
+    ]
+    assert values["lucky_answers"] == len(lucky) * 2
+    assert score.unscored_samples == (len(STAGE_CASES) - len(staged)) * 2
+    assert score.scored_samples == values["scored_runs"] == len(staged) * 2
     # Recall and precision: means over the scored runs that have one, every
     # epoch a run; an unlabelled run has shares but is unscored.
-    scored = [c.input for c in STAGE_CASES if "stage" in (c.expected or {})]
     for share, of_record in (
         ("context_recall", stage_recall),
         ("context_precision", stage_precision),
     ):
-        found = [v for v in map(of_record, scored) if v is not None] * 2
+        found = [of_record(record) for record, _ in staged] * 2
+        found = [value for value in found if value is not None]
         assert values[share] == math.fsum(found) / len(found)
     # `inspect view` and eval sets show a log's headline: the first metric
     # of its first score. A stage run's is its pass share (higher is
@@ -313,7 +221,7 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     headline = headline_metric(stage_log)
     assert headline is not None
     assert headline.name == "pass"
-    assert headline.metric.value == pytest.approx(expected_stage_shares()["pass"])
+    assert headline.metric.value == values["pass"]
     assert list(headline.score.metrics) == [
         *("pass", "retrieval", "generation", "unresolved"),
         *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
@@ -323,43 +231,43 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
 
 def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> None:
     log = read_eval_log(str(two_epoch_logs["ordered_extraction"]))
-    runs = 2
-    membership, order, answer_duplicates, data_errors = expected_extraction()
-    scores = scores_by_name(log)
-    reducer = "mean"
-    assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
-        membership
+    grades = [case.expected or {} for case in EXTRACTION_CASES]
+    grades = [grade for grade in grades if "membership" in grade]
+    # A repeat in the answer is graded (both fail); one in the source is not.
+    answer_duplicates = sum(
+        case.expected == {"error": "duplicate-id"}
+        and len(set(case.input["source"])) == len(case.input["source"])
+        for case in EXTRACTION_CASES
     )
-    assert metric_values(scores[("order", reducer)])["accuracy"] == pytest.approx(order)
-    assert scores[("membership", reducer)].unscored_samples == data_errors
-    assert metric_values(scores[("ordered_extraction", None)]) == {
-        "duplicate-id": answer_duplicates * runs,
+    scored = len(grades) + answer_duplicates
+    unscored_cases = len(EXTRACTION_CASES) - scored
+    by_name = scores_by_name(log)
+    scores = {key: metric_values(score) for key, score in by_name.items()}
+    for criterion in ("membership", "order"):
+        share = sum(grade[criterion] for grade in grades) / scored
+        assert scores[(criterion, "mean")]["accuracy"] == pytest.approx(share)
+    assert by_name[("membership", "mean")].unscored_samples == unscored_cases
+    # Unreduced: each run counts, two epochs.
+    assert by_name[("ordered_extraction", None)].unscored_samples == unscored_cases * 2
+    assert scores[("ordered_extraction", None)] == {
+        "duplicate-id": answer_duplicates * 2,
         "unreadable": 0,
-        "scored_runs": (len(EXTRACTION_CASES) - data_errors) * runs,
+        "scored_runs": scored * 2,
     }
-    assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
     # The scorer's reduced entry holds the same shares as the accuracies,
     # to the bit, and is the headline.
-    assert metric_values(scores[("ordered_extraction", reducer)]) == {
-        "membership": metric_values(scores[("membership", reducer)])["accuracy"],
-        "order": metric_values(scores[("order", reducer)])["accuracy"],
+    assert scores[("ordered_extraction", "mean")] == {
+        "membership": scores[("membership", "mean")]["accuracy"],
+        "order": scores[("order", "mean")]["accuracy"],
     }
-    assert_no_empty_entry(log)
     assert log.results is not None and log.results.headline is not None
+    assert [s.name for s in log.results.scores if not s.metrics] == []  # none empty
     assert log.results.headline.model_dump(exclude_none=True) == {
         "scorer": "ordered_extraction",
         "score": "ordered_extraction",
         "metric": "membership",
-        "reducer": reducer,
+        "reducer": "mean",
     }
-
-
-def assert_no_empty_entry(log: EvalLog) -> None:
-    """Every results entry holds metrics (Inspect writes an entry for a
-    scorer's plain metrics of a view even when there are none)."""
-    assert log.results is not None
-    empty = [(s.name, s.reducer) for s in log.results.scores if not s.metrics]
-    assert empty == []
 
 
 @pytest.fixture(scope="module")
@@ -372,7 +280,7 @@ def errors_only(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    return run(stage_diagnosis(dataset=dataset), work)
+    return evaluated(stage_diagnosis(dataset=dataset), work)
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(

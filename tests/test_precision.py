@@ -1,6 +1,4 @@
-"""ID recall and precision beside the stage, and their metrics: the
-definitions and ir-measures' `P@k` (trec_eval); test_metrics.py checks an
-eval's means."""
+"""ID recall and precision beside the stage: definitions, trec_eval, metrics."""
 
 from __future__ import annotations
 
@@ -36,12 +34,6 @@ from tracegrade.tasks.recorded import stage_input_score
 JUDGED_NOT_RELEVANT: Final = "judged-not-relevant"
 
 
-def ragas_precision(required: Sequence[str], context: Sequence[str]) -> float:
-    """Ragas' `IDBasedContextPrecision` for string IDs, as its source has it."""
-    retrieved = set(context)
-    return len(retrieved & set(required)) / len(retrieved)
-
-
 def our_precision(required: list[str], context: list[str]) -> float | None:
     record = {"required": required, "context": context, "correct": True}
     score = diagnosis_score(record, READ_FROM, context_recorded=True)
@@ -49,9 +41,6 @@ def our_precision(required: list[str], context: list[str]) -> float | None:
     precision = score.metadata["precision"]
     assert precision is None or type(precision) is float
     return cast("float | None", precision)
-
-
-# --- the definition -----------------------------------------------------------
 
 
 # Record: (recall, precision), as the core gives them and as every stage
@@ -114,7 +103,9 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
     if not context:
         assert precision is None
     else:
-        assert precision == ragas_precision(required, context)
+        # Ragas' `IDBasedContextPrecision` for string IDs, as its source has it.
+        retrieved = set(context)
+        assert precision == len(retrieved & set(required)) / len(retrieved)
     if "missing" in before and required:
         # The missing-based forms, where the rules report `missing`.
         assert recall == id_recall(required, before["missing"])
@@ -124,18 +115,6 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
             assert precision == found / len(set(context))
     elif required:
         assert before == {"error": "answer-label"}
-
-
-# --- against ir-measures: TREC's precision ------------------------------------
-
-
-def raw_run(query: str, context: Sequence[str]) -> list[Any]:
-    """The context as ir-measures is given it: every position, repeats
-    included, scored n - rank so the first is ranked highest."""
-    return [
-        ir_measures.ScoredDoc(query, doc, float(len(context) - rank))
-        for rank, doc in enumerate(context)
-    ]
 
 
 def trec_precisions(
@@ -155,8 +134,11 @@ def trec_precisions(
         qrels, run = by_k.setdefault(len(set(context)), ([], []))
         qrels.extend(ir_measures.Qrel(query, doc, 1) for doc in dict.fromkeys(required))
         qrels.append(ir_measures.Qrel(query, JUDGED_NOT_RELEVANT, 0))
+        # Repeats included unless deduplicated, first highest.
+        ranked = list(dict.fromkeys(context)) if deduplicated else context
         run.extend(
-            raw_run(query, list(dict.fromkeys(context)) if deduplicated else context)
+            ir_measures.ScoredDoc(query, doc, float(len(ranked) - rank))
+            for rank, doc in enumerate(ranked)
         )
     found: dict[int, float] = {}
     for k, (qrels, run) in by_k.items():
@@ -232,8 +214,6 @@ def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
             our_recall(r, c) for r, c in required
         ]
 
-
-# --- the metrics ----------------------------------------------------------------
 
 METRICS: Final = {"recall": context_recall, "precision": context_precision}
 

@@ -1,5 +1,4 @@
-"""A sample whose run failed is `sample-error` (side "run"), never a stage or
-a grade, under `--score-on-error` and under `inspect score` alike."""
+"""A sample whose run failed is `sample-error`, never a stage or a grade."""
 
 from __future__ import annotations
 
@@ -9,39 +8,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
-from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState, generate
 
 from tests.commands import run_inspect
+from tests.test_tasks import evaluated
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 
 API_DOWN = "the model API is down"
+# Each answers '["D1"]' unless it fails.
 RUNS = {
-    # id: (required, context); each answers '["D1"]' unless it fails.
-    "ok-pass": (["D1"], ["D1"]),
-    "ok-gap": (["D1", "D2"], ["D1"]),
-    "down-1": (["D1"], ["D1"]),
-    "down-2": (["D1", "D2"], []),
+    "ok-pass": {"required": ["D1"], "context": ["D1"]},
+    "ok-gap": {"required": ["D1", "D2"], "context": ["D1"]},
+    "down-1": {"required": ["D1"], "context": ["D1"]},
+    "down-2": {"required": ["D1", "D2"], "context": []},
 }
 FAILING = {"down-1", "down-2"}
-
-
-def failing_model() -> Model:
-    """Answers '["D1"]', except that the call raises for a failing sample
-    (its id is the prompt)."""
-
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        if messages[-1].text in FAILING:
-            raise RuntimeError(API_DOWN)
-        output = ModelOutput.from_content(model="mockllm/model", content='["D1"]')
-        output.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
-        return output
-
-    return get_model("mockllm/model", custom_outputs=reply)
 
 
 GRADED: Counter[Any] = Counter()
@@ -49,7 +35,6 @@ GRADED: Counter[Any] = Counter()
 
 @scorer(metrics=[])
 def counted_grade() -> Scorer:
-    """CORRECT for every answer, counting the answers it was asked about."""
 
     async def grade(state: TaskState, target: Target) -> Score:
         GRADED[state.sample_id] += 1
@@ -58,35 +43,28 @@ def counted_grade() -> Scorer:
     return grade
 
 
-def failing_task(scorers: list[Scorer]) -> Task:
-    return Task(
-        dataset=[
-            Sample(
-                id=run_id,
-                input=run_id,
-                target='["D1"]',
-                metadata={"required": required, "context": context},
-            )
-            for run_id, (required, context) in RUNS.items()
-        ],
-        solver=generate(),
-        scorer=scorers,
-    )
-
-
 def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
-    (log,) = eval(
-        failing_task(scorers),
-        model=failing_model(),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
+    """Each run answers '["D1"]', or raises if it is failing (its id the prompt)."""
+
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        if messages[-1].text in FAILING:
+            raise RuntimeError(API_DOWN)
+        output = ModelOutput.from_content(model="mockllm/model", content='["D1"]')
+        output.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
+        return output
+
+    samples = [
+        Sample(id=run_id, input=run_id, target='["D1"]', metadata=metadata)
+        for run_id, metadata in RUNS.items()
+    ]
+    return evaluated(
+        Task(dataset=samples, solver=generate(), scorer=scorers),
+        tmp_path / "logs",
+        model=get_model("mockllm/model", custom_outputs=reply),
         fail_on_error=False,
         retry_on_error=0,
         **kwargs,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
 
 
 def by_id(log: EvalLog) -> dict[Any, EvalSample]:
@@ -165,9 +143,8 @@ def test_a_failed_run_is_no_stage_and_no_grade(scored_on_error: EvalLog) -> None
 def test_inspect_score_gives_unscored_failed_runs_the_same_score(
     tmp_path: Path, scored_on_error: EvalLog
 ) -> None:
-    """A log whose failed samples were never scored (no --score-on-error):
-    `inspect score` scores every sample, errored ones included, and finds
-    each one's error in the transcript it rebuilds from the log."""
+    """`inspect score` finds each failed sample's error in the transcript it
+    rebuilds from a log scored without --score-on-error."""
     log = run(tmp_path, [stage_diagnosis_scorer(context_key="context")])
     assert all(not by_id(log)[run_id].scores for run_id in FAILING)
     done = run_inspect(

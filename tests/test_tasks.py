@@ -1,48 +1,39 @@
-"""The replay tasks run end to end, with no model and no network.
-
-Each packaged case is run through Inspect (in-process and through the
-`inspect eval` CLI) and its logged score must carry the documented output;
-a user's own fixture file runs the same way, and a malformed one stops
-before anything runs.
-"""
+"""The replay tasks run end to end, with no model and no network."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import eval
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from tests.commands import inspect_in_one_fresh_process, run_inspect
 from tests.support import OfflineLogs, write_lines
-from tracegrade import (
-    DatasetError,
-    ordered_extraction_recorded,
-    stage_diagnosis,
-)
+from tracegrade import DatasetError, ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import extraction_input_score, stage_input_score
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def run(task: Task, tmp_path: Path) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
+def evaluated(task: Any, log_dir: Path, **options: Any) -> EvalLog:
+    """`inspect eval` of `task` into `log_dir`, offline; it must succeed."""
+    (log,) = eval(
+        task, display="none", log_dir=str(log_dir), log_realtime=False, **options
+    )
     assert log.status == "success", log.error
     return log
 
 
 def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
-    """Packaged as they are in examples/runs/base.jsonl, which the README's
-    tour runs through `inspect eval` (tests/test_readme_tour.py)."""
+    """As examples/runs/base.jsonl, which the README's tour runs."""
     packaged = packaged_fixture("recorded_rag_runs.jsonl")
-    assert packaged.read_bytes() == (ROOT / "examples/runs/base.jsonl").read_bytes()
+    tour = Path(__file__).parents[1] / "examples" / "runs" / "base.jsonl"
+    assert packaged.read_bytes() == tour.read_bytes()
     runs = read_fixture_cases(packaged)
     assert [sample.id for sample in stage_diagnosis().dataset] == [r.id for r in runs]
 
@@ -52,37 +43,52 @@ TASKS = [
     "tracegrade/ordered_extraction_recorded",
     "tracegrade/ordered_extraction",
 ]
+# `inspect ARGS` (LOG: a copy of a stage log) and what its refusal says: a
+# typo must not run on the packaged runs or score with the default instead.
+REFUSED = [
+    *(
+        (
+            ["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"],
+            f'{task} takes no argument datset="mine.jsonl"; it takes dataset',
+        )
+        for task in TASKS
+    ),
+    (
+        shlex.split(
+            "score LOG --scorer tracegrade/stage_diagnosis "
+            "-S requried_key=gold_docs --action append --overwrite"
+        ),
+        'takes no argument requried_key="gold_docs"; it takes required_key,',
+    ),
+]
 
 
 @pytest.fixture(scope="module")
-def misspelled_arguments(
-    tmp_path_factory: pytest.TempPathFactory,
+def refusals(
+    tmp_path_factory: pytest.TempPathFactory, offline_logs: OfflineLogs
 ) -> list[tuple[Path, subprocess.CompletedProcess[str]]]:
-    """`inspect eval TASK -T datset=...` of each of TASKS, in turn in one fresh
-    interpreter: what Inspect prints, it prints as its first eval."""
-    work = [tmp_path_factory.mktemp("misspelled") for _ in TASKS]
-    done = inspect_in_one_fresh_process(
-        [
-            (["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"], cwd)
-            for task, cwd in zip(TASKS, work, strict=True)
-        ]
-    )
-    return list(zip(work, done, strict=True))
+    """Each command in one fresh interpreter, as Inspect sets its display on
+    the first."""
+    work = [tmp_path_factory.mktemp("refused") for _ in REFUSED]
+    commands = []
+    for (args, _), cwd in zip(REFUSED, work, strict=True):
+        log = str(shutil.copy(offline_logs.stage, cwd / "log.eval"))
+        commands.append(([log if arg == "LOG" else arg for arg in args], cwd))
+    return list(zip(work, inspect_in_one_fresh_process(commands), strict=True))
 
 
-@pytest.mark.parametrize("case", range(len(TASKS)), ids=TASKS)
-def test_an_argument_the_task_does_not_take_is_refused(
-    misspelled_arguments: list[tuple[Path, subprocess.CompletedProcess[str]]],
+@pytest.mark.parametrize("case", range(len(REFUSED)), ids=[*TASKS, "score"])
+def test_an_argument_the_task_or_scorer_does_not_take_is_refused(
+    refusals: list[tuple[Path, subprocess.CompletedProcess[str]]],
     case: int,
+    offline_logs: OfflineLogs,
 ) -> None:
-    """A typo (`datset`) must not run on the packaged runs instead."""
-    task = TASKS[case]
-    cwd, result = misspelled_arguments[case]
+    cwd, result = refusals[case]
     assert result.returncode == 1
-    said = " ".join((result.stdout + result.stderr).split())
-    assert f'{task} takes no argument datset="mine.jsonl"; it takes dataset' in said
+    assert REFUSED[case][1] in " ".join((result.stdout + result.stderr).split())
     assert "Traceback" not in result.stderr
     assert not (cwd / "logs").exists() or not list_eval_logs(str(cwd / "logs"))
+    assert (cwd / "log.eval").read_bytes() == Path(offline_logs.stage).read_bytes()
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
@@ -111,60 +117,6 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     assert scorer.options == {"answer_key": "answer"}
 
 
-def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [
-            {
-                "id": "run-1",
-                "input": {
-                    "required": ["D1"],
-                    "context": ["D1"],
-                    "correct": True,
-                    "answer": "Paris.",
-                },
-                "expected": {"stage": "pass", "missing": []},
-                "reason": "grounded",
-            },
-            "",
-            {"id": "run-2", "input": {"context": ["D1"], "correct": False}},
-            # Out of the contract: a sample with a data error, not a bad line.
-            {
-                "id": "odd",
-                "input": {"required": "D1", "context": ["D1"], "correct": True},
-            },
-        ],
-    )
-    log = run(stage_diagnosis(dataset=dataset), tmp_path)
-    assert log.samples is not None
-    odd, first, second = sorted(log.samples, key=lambda sample: str(sample.id))
-    odd_score = (odd.scores or {})["stage_diagnosis"]
-    assert error_kind(odd_score) == "invalid-input"
-    assert (odd_score.metadata or {})["error"]["field"] == "required"
-    assert first.id == "run-1"
-    assert first.metadata == {
-        "required": ["D1"],
-        "context": ["D1"],
-        "correct": True,
-        "answer": "Paris.",
-        "expected": {"stage": "pass", "missing": []},
-        "reason": "grounded",
-    }
-    assert first.output.completion == "Paris."
-    assert first.scores is not None
-    assert first.scores["stage_diagnosis"].value == "pass"
-    # The viewer's ANSWER column: what the run answered, not the input again.
-    assert first.scores["stage_diagnosis"].answer == "Paris."
-    assert second.metadata == {"context": ["D1"], "correct": False}
-    assert second.scores is not None
-    assert second.scores["stage_diagnosis"].value == "unresolved"
-    assert second.output.completion == ""
-    # No answer: the context supplied.
-    assert second.scores["stage_diagnosis"].answer == '["D1"]'
-
-
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
@@ -189,9 +141,6 @@ def test_a_malformed_or_missing_file_stops_the_task_being_built(
         with pytest.raises(DatasetError, match=message) as raised:
             make_task(dataset=dataset)
         assert dataset in str(raised.value)
-
-
-# --- One record-to-score path, shared with `tracegrade score` ------------------------
 
 
 def as_text(score: Any) -> str:
@@ -237,15 +186,18 @@ def test_a_case_scores_as_its_task_scores_it_without_inspects_runner(
     score_input: Any,
     tmp_path: Path,
 ) -> None:
-    cases: list[dict[str, Any]] = [
-        {"id": case.id, "input": case.input}
-        for case in read_fixture_cases(packaged_fixture(fixture))
-    ] + [{"id": f"extra-{number}", "input": case} for number, case in enumerate(extra)]
+    """Each sample keeps its input, `expected` and `reason` as metadata."""
+    packaged = packaged_fixture(fixture).read_text("utf-8").splitlines()
+    cases: list[dict[str, Any]] = [json.loads(line) for line in packaged if line]
+    cases += [{"id": f"extra-{n}", "input": case} for n, case in enumerate(extra)]
     dataset = write_lines(tmp_path / "cases.jsonl", cases)
-    log = run(make_task(dataset=dataset), tmp_path / "logs")
+    log = evaluated(make_task(dataset=dataset), tmp_path / "logs")
     assert log.samples is not None
-    inputs = {case["id"]: case["input"] for case in cases}
+    by_id = {case["id"]: case for case in cases}
     for sample in log.samples:
+        case = by_id[sample.id]
+        kept = {key: case[key] for key in ("expected", "reason") if key in case}
+        assert sample.metadata == {**case["input"], **kept}, sample.id
         assert sample.scores is not None
         (logged,) = sample.scores.values()
-        assert as_text(logged) == as_text(score_input(inputs[sample.id])), sample.id
+        assert as_text(logged) == as_text(score_input(case["input"])), sample.id

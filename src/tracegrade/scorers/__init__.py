@@ -1,6 +1,4 @@
-"""Inspect AI scorers over the pure core, and the store model they read; the
-scorers are registered as `tracegrade/stage_diagnosis` and
-`tracegrade/ordered_extraction`, the names `inspect score --scorer` takes."""
+"""Inspect AI scorers over the pure core, registered as `tracegrade/...`."""
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .arguments import ScorerArgumentError

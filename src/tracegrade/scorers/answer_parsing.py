@@ -1,6 +1,4 @@
-"""A model's answer text read as a list of IDs: one reading, or none.
-
-Every candidate list must agree, or the answer is refused (docs/answer-formats.md)."""
+"""A model's answer read as a list of IDs: one reading, or none (answer-formats.md)."""
 
 from __future__ import annotations
 
@@ -69,6 +67,9 @@ _Candidate = tuple[tuple[str, ...] | str, ReadAs, int, str | None]
 # more): line numbers, whether a blank line came before, the text outside
 # literals, and the pieces of each line where a literal starts, ends or runs.
 _Lines = tuple["array[int]", bytearray, list[str], dict[int, tuple[str, ...]]]
+# A line read as a list item: its ID, its marker's number, whether it has a
+# marker, a final period, and the marks around its ID.
+_Item = tuple[str, str | None, bool, bool, str | None]
 
 # A bare ID: word characters with `. : / # -` between. Each pattern is matched
 # at one place and cannot backtrack more than once over an item.
@@ -101,6 +102,7 @@ _NO_DIGIT = (
     'cannot be told from a one-word reply such as "None" or "N/A" (a one-ID '
     "answer without a digit must be a JSON array)"
 )
+_LONE = "a lone ID is read only as the whole answer"
 
 
 def _is_bare(item: str) -> bool:
@@ -112,7 +114,6 @@ def _has_digit(item: str) -> bool:
 
 
 def _mark_of(item: str) -> str | None:
-    """The emphasis or code marks around `item` (`**`, a backtick), if any."""
     marked = _MARKED.fullmatch(item)
     if marked is None or marked["close"] != marked["open"][::-1]:
         return None
@@ -124,8 +125,6 @@ def _unmarked(item: str, mark: str | None) -> str:
 
 
 def _quote(value: Any, limit: int = 80) -> str:
-    """JSON text of `value` (a text or a list), cut short from a bounded slice,
-    however long it is."""
     text = json.dumps(value[:limit])
     if len(text) <= limit and len(value) <= limit:
         return text
@@ -152,19 +151,16 @@ def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerRe
             f"too long: the answer has {len(text):,} characters, over the "
             f"{MAX_ANSWER_CHARACTERS:,} that are read"
         )
-    if structured_key is not None:
-        structured = _structured(text, structured_key)
-        if structured is not None:
-            return structured
+    structured = None if structured_key is None else _structured(text, structured_key)
+    if structured is not None:
+        return structured
     # Where each line starts, as `str.splitlines` ends them, and the text's length.
     starts = array("q", [0])
     starts.extend(found.end() for found in _LINE_BREAK.finditer(text))
     if starts[-1] != len(text):
         starts.append(len(text))
-    marked = _answer_line_candidates(text, starts)
-    reading = _agreed(marked, ", in its ANSWER: lines")
-    if reading is None:
-        reading = _agreed(_text_candidates(text, starts))
+    reading = _agreed(_answer_line_candidates(text, starts), ", in its ANSWER: lines")
+    reading = reading or _agreed(_text_candidates(text, starts))
     if reading is None:
         raise UnreadableAnswer(_no_list(_lines(text, starts, array("q"), array("q"))))
     return reading
@@ -191,15 +187,17 @@ def _agreed(candidates: Iterable[_Candidate], among: str = "") -> AnswerReading 
             readable = candidate
     if first is None:
         return None
-    found, _, line, refusal = first
-    if isinstance(found, str):
-        raise UnreadableAnswer(
-            f"the JSON value {_quote(found)} (line {line}) is no list of string "
-            f"IDs{among}"
-        )
+    if isinstance(first[0], str):
+        raise UnreadableAnswer(f"{_no_ids(first)}{among}")
     if readable is None:
-        raise UnreadableAnswer(refusal or "")
+        raise UnreadableAnswer(first[3] or "")
     return AnswerReading(list(readable[0]), readable[1])
+
+
+def _no_ids(value: _Candidate) -> str:
+    return (
+        f"the JSON value {_quote(value[0])} (line {value[2]}) is no list of string IDs"
+    )
 
 
 def _disagreement(one: _Candidate, other: _Candidate) -> str:
@@ -210,10 +208,7 @@ def _disagreement(one: _Candidate, other: _Candidate) -> str:
             f"{_quote(second[0])} (line {second[2]})"
         )
     value, beside = (first, second) if isinstance(first[0], str) else (second, first)
-    return (
-        f"the JSON value {_quote(value[0])} (line {value[2]}) is no list of string "
-        f"IDs, beside the list {_quote(beside[0])} (line {beside[2]})"
-    )
+    return f"{_no_ids(value)}, beside the list {_quote(beside[0])} (line {beside[2]})"
 
 
 def _literal_candidate(
@@ -238,7 +233,6 @@ def _broken(text: str, starts: array[int], broken: BrokenLiteral) -> str:
 
 
 def _structured(text: str, key: str) -> AnswerReading | None:
-    """The list under `key` when `text` is exactly one JSON object, else None."""
     stripped = text.strip(" \t\r\n")
     if not stripped.startswith("{"):
         return None
@@ -259,7 +253,6 @@ def _structured(text: str, key: str) -> AnswerReading | None:
 
 
 def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, refused when it repeats a key: two readings."""
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
@@ -272,7 +265,6 @@ def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _answer_line_candidates(text: str, starts: array[int]) -> Iterator[_Candidate]:
-    """The list of each line that starts with `ANSWER:` (any case)."""
     checked = 0  # only a line's first marker can start it
     for marker in _ANSWER_MARKER.finditer(text):
         number = _line_of(starts, marker.start())
@@ -301,16 +293,14 @@ def _answer_line_candidates(text: str, starts: array[int]) -> Iterator[_Candidat
                 f"{said} gives {_quote(rest.strip())}, which is no list of IDs: "
                 f"{listed}"
             )
-        ids, period, mark = listed
-        refusal = _doubtful(ids)
+        refusal = _doubtful(listed[0])
         if refusal is not None:
             raise UnreadableAnswer(f"{said}: {refusal}")
-        read_as = _reading_name("commas", False, period, mark)
-        yield ids, _ANSWER_LINE + read_as, number, None
+        read_as = _ANSWER_LINE + _reading_name("commas", False, *listed[1:])
+        yield listed[0], read_as, number, None
 
 
 def _text_candidates(text: str, starts: array[int]) -> Iterator[_Candidate]:
-    """Every literal, then the bare lists of the lines around them."""
     literal_starts, literal_ends = array("q"), array("q")
     for literal in scan_literals(text):
         if isinstance(literal, BrokenLiteral):
@@ -357,10 +347,6 @@ def _lines(
 
 # --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
 
-# A line read as a list item: its ID, its marker's number, whether it has a
-# marker, a final period, and the marks around its ID.
-_Item = tuple[str, str | None, bool, bool, str | None]
-
 
 def _item(text: str) -> _Item | None:
     """A line as a list item, if it can be one: without a marker, only when its ID
@@ -368,9 +354,8 @@ def _item(text: str) -> _Item | None:
     marker = _LIST_MARKER.match(text)
     rest = text[marker.end() :] if marker else text
     period = rest.endswith(".")
-    core = rest[:-1] if period else rest
-    mark = _mark_of(core)
-    ident = _unmarked(core, mark)
+    mark = _mark_of(rest.removesuffix("."))
+    ident = _unmarked(rest.removesuffix("."), mark)
     if not _is_bare(ident) or (marker is None and not _has_digit(ident)):
         return None
     return ident, marker["number"] if marker else None, marker is not None, period, mark
@@ -419,7 +404,6 @@ def _bare_candidates(lines: _Lines) -> Iterator[_Candidate]:
 def _check_agrees(
     lines: _Lines, first: int, head: _Item, index: int, item: _Item
 ) -> None:
-    """Refuses a line whose marker, period or marks differ from its run's first."""
     if item[2] != head[2]:
         odd, problem = (first if item[2] else index), _ODD_LINE[0]
     elif item[3] != head[3]:
@@ -447,9 +431,9 @@ def _run_candidate(
         return ids, read_as, numbers[first], refusal
     if head[2] or head[3] or head[4]:
         refusal = (
-            f"the single line {_quote(texts[first])} is not read as a one-ID list: "
-            "a lone ID is read only as the whole answer, with no list marker, "
-            "final period, emphasis or code marks"
+            f"the single line {_quote(texts[first])} is not read as a one-ID "
+            f"list: {_LONE}, with no list marker, final period, emphasis or code "
+            "marks"
         )
     else:
         refusal, _ = _whole_text_refusal(lines, first, end, lead_in_allowed=False)
@@ -479,7 +463,6 @@ def _whole_text_refusal(
 
 
 def _is_lead_in(lines: _Lines, index: int) -> bool:
-    """Whether the line can lead in to a list: prose ending in a colon."""
     return index not in lines[3] and lines[2][index].endswith(":")
 
 
@@ -506,7 +489,6 @@ def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
 def _comma_list(segment: str) -> tuple[tuple[str, ...], bool, str | None] | str:
     """`segment` as comma-separated bare IDs (a final period, the same marks on
     each allowed): the IDs, the period and the marks; else why it is none."""
-    period = segment.endswith(".")
     items = [item.strip() for item in segment.removesuffix(".").split(",")]
     mark = _mark_of(items[0])
     if mark is None or any(_mark_of(item) != mark for item in items):
@@ -522,7 +504,7 @@ def _comma_list(segment: str) -> tuple[tuple[str, ...], bool, str | None] | str:
                 "removed only when every item has the same marks"
             )
         return f"item {number}, {_quote(item)}, is not a bare ID"
-    return tuple(_unmarked(item, mark) for item in items), period, mark
+    return tuple(_unmarked(item, mark) for item in items), segment.endswith("."), mark
 
 
 def _segments(piece: str) -> list[str]:
@@ -530,7 +512,6 @@ def _segments(piece: str) -> list[str]:
 
 
 def _doubtful(ids: Sequence[str]) -> str | None:
-    """Why a bare list's IDs may be read another way, if they may."""
     with_digit = next((item for item in ids if _has_digit(item)), None)
     without = next((item for item in ids if not _has_digit(item)), None)
     if len(ids) == 1 and without is not None:
@@ -561,7 +542,6 @@ def _doubtful(ids: Sequence[str]) -> str | None:
 
 
 def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
-    """The comma lists in the sentences of a line that is no item."""
     numbers, _, texts, pieces = lines
     number = numbers[index]
     for piece in pieces.get(index, (texts[index],)):
@@ -572,21 +552,17 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             listed = _comma_list(segment)
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
             if isinstance(listed, str) or len(listed[0]) < 2:
-                if (
-                    after_lead_in
-                    and not isinstance(listed, str)
-                    and _has_digit(listed[0][0])
-                ):
+                lone = isinstance(listed, tuple) and _has_digit(listed[0][0])
+                if after_lead_in and lone:
                     yield (
                         listed[0],
                         "single-id",
                         number,
-                        f"the lone ID after {_quote(segments[position - 1])} (line "
-                        f"{number}) is not read as a list: a lone ID is read only as "
-                        "the whole answer, with nothing around it",
+                        f"the lone ID after {_quote(segments[position - 1])} "
+                        f"(line {number}) is not read as a list: {_LONE}, with "
+                        "nothing around it",
                     )
                 continue
-            ids, period, mark = listed
             lead_in = None
             if (
                 index not in pieces
@@ -599,52 +575,51 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                     lines, index, index + 1, lead_in_allowed=lead_in is None
                 )
                 lead_in = lead_in or lead_in_line
-                refusal = refusal or _lead_in_refusal(lead_in, ids)
+                refusal = refusal or _lead_in_refusal(lead_in, listed[0])
             else:
                 refusal = (
                     f"the comma list {_quote(segment)} (line {number}) is part "
                     f"of a sentence, not the whole answer; {_ADVICE}"
                 )
             lead = position > 0 or lead_in is not None
-            yield ids, _reading_name("commas", lead, period, mark), number, refusal
+            read_as = _reading_name("commas", lead, *listed[1:])
+            yield listed[0], read_as, number, refusal
 
 
 def _no_list(lines: _Lines) -> str:
-    """Why a text with no candidate holds no list, as exactly as can be said."""
     numbers, _, texts, _ = lines
     if not texts:
         return "the answer text is empty"
-    if len(texts) == 1:
-        text = texts[0]
+    if len(texts) > 1:
+        index = next((at for at, text in enumerate(texts) if _item(text) is None), 0)
+        text = texts[index]
         if _is_bare(text):
-            return (
-                f"no list of IDs: the single word {_quote(text)} has no digit, so "
-                f"it is not read as a one-ID list: it {_NO_DIGIT}"
+            problem = (
+                "has no list marker and no digit, so it may be a heading or a word "
+                "of prose: lines without a marker are read as IDs only when each "
+                "holds a digit"
             )
-        segments = _segments(text)
-        if len(segments) > 1 and segments[-2].endswith(":"):
-            listed = _comma_list(segments[-1])
-            reason = listed if isinstance(listed, str) else "it is a single item"
-            return (
-                f"no list of IDs: the lead-in {_quote(' '.join(segments[:-1]))} is "
-                f"followed by {_quote(segments[-1])}, which is no comma list "
-                f"({reason})"
-            )
-        if "," in text:
-            listed = _comma_list(text)
-            if isinstance(listed, str):
-                return f"no list of IDs: read as a comma list, {listed}"
-        return f"no list of IDs in the text {_quote(text)}; {_ADVICE}"
-    index = next((index for index, text in enumerate(texts) if _item(text) is None), 0)
-    text = texts[index]
+        elif index == 0 and _is_lead_in(lines, 0):
+            problem = "is a lead-in, and no list of IDs follows it"
+        else:
+            problem = "is neither an ID on a line of its own nor a comma list"
+        return f"no list of IDs: line {numbers[index]}, {_quote(text)}, {problem}"
+    text = texts[0]
     if _is_bare(text):
-        problem = (
-            "has no list marker and no digit, so it may be a heading or a word "
-            "of prose: lines without a marker are read as IDs only when each "
-            "holds a digit"
+        return (
+            f"no list of IDs: the single word {_quote(text)} has no digit, so "
+            f"it is not read as a one-ID list: it {_NO_DIGIT}"
         )
-    elif index == 0 and _is_lead_in(lines, 0):
-        problem = "is a lead-in, and no list of IDs follows it"
-    else:
-        problem = "is neither an ID on a line of its own nor a comma list"
-    return f"no list of IDs: line {numbers[index]}, {_quote(text)}, {problem}"
+    segments = _segments(text)
+    if len(segments) > 1 and segments[-2].endswith(":"):
+        listed = _comma_list(segments[-1])
+        reason = listed if isinstance(listed, str) else "it is a single item"
+        return (
+            f"no list of IDs: the lead-in {_quote(' '.join(segments[:-1]))} is "
+            f"followed by {_quote(segments[-1])}, which is no comma list "
+            f"({reason})"
+        )
+    listed = _comma_list(text) if "," in text else ""
+    if listed:
+        return f"no list of IDs: read as a comma list, {listed}"
+    return f"no list of IDs in the text {_quote(text)}; {_ADVICE}"

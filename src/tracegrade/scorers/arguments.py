@@ -1,5 +1,4 @@
-"""Scorer and task arguments, checked when built: one line naming a bad one,
-before any sample runs, not a traceback per sample."""
+"""Scorer and task arguments, checked when built: one line, not a traceback each."""
 
 from __future__ import annotations
 

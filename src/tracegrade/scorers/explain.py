@@ -1,10 +1,10 @@
-"""One plain sentence per score, the decision and its reason, as the source
-documents' "Decision and reason" column gives them: pure functions of the record."""
+"""One plain sentence per score, its decision and reason: pure functions."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,11 +14,12 @@ from ..core.steps import CONTEXT, LostDocument, Step, first_steps
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
 _LISTED = 5
+_NO_CALL = "so the answer cannot be called correct or incorrect."
 
 
 def show_id(document_id: str) -> str:
-    """An ID as written when it is plain, JSON-quoted when it is not, so that
-    an empty ID, trailing spaces or look-alike letters stay visible."""
+    """An ID as written when plain, else JSON-quoted, so that an empty ID,
+    trailing spaces or look-alike letters stay visible."""
     return document_id if _PLAIN_ID.fullmatch(document_id) else json.dumps(document_id)
 
 
@@ -27,56 +28,43 @@ def list_ids(ids: Sequence[str]) -> str:
     shown = [show_id(document_id) for document_id in ids[:_LISTED]]
     if len(ids) > _LISTED:
         return f"{', '.join(shown)} and {len(ids) - _LISTED} more"
-    if len(shown) == 1:
-        return shown[0]
-    return f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return " and ".join(filter(None, [", ".join(shown[:-1]), shown[-1]]))
 
 
-def first_repeat(ids: Sequence[str]) -> str | None:
-    """The first ID seen a second time, reading left to right."""
-    seen: set[str] = set()
+def _first_repeat(ids: Sequence[str]) -> str | None:
+    seen: Counter[str] = Counter()
     for document_id in ids:
-        if document_id in seen:
+        seen[document_id] += 1
+        if seen[document_id] == 2:
             return document_id
-        seen.add(document_id)
     return None
 
 
 def explain_stage(
-    record: Mapping[str, Any], result: StageResult, *, label_from: str | None = None
+    record: Mapping[str, Any], result: StageResult, label_from: str
 ) -> str:
-    """Why a run got its stage, or why it has none; `label_from` names where an
-    absent label was looked for, the file or key to fix."""
+    """Why a run got its stage, or has none; `label_from` names where an
+    absent label was looked for."""
     if "error" in result:
         if "correct" not in record:
-            where = f" in {label_from}" if label_from else ""
-            return (
-                f"No staff label was found{where}, so the answer cannot be called "
-                "correct or incorrect."
-            )
-        return (
-            f"The staff label {json.dumps(record['correct'], default=repr)} is not "
-            "true or false, "
-            "so the answer cannot be called correct or incorrect."
-        )
-    missing_ids = result.get("missing")
-    if not isinstance(missing_ids, list):
+            return f"No staff label was found in {label_from}, {_NO_CALL}"
+        label = json.dumps(record["correct"], default=repr)
+        return f"The staff label {label} is not true or false, {_NO_CALL}"
+    missing = result.get("missing")
+    if not isinstance(missing, list):
         if record.get("required") is None:
             return "No required set was declared, so there is nothing to diagnose."
         return "The required set is empty, so there is nothing to diagnose."
-    stage = result["stage"]
-    if stage == "retrieval":
-        missing = list_ids(missing_ids)
+    if result["stage"] == "retrieval":
         if record.get("correct") is True:
-            return (
-                f"{missing} never reached the supplied context; "
-                "a correct label cannot erase that gap."
+            tail = "; a correct label cannot erase that gap."
+        else:
+            tail = (
+                ", so the failure is attributed to retrieval before the answer "
+                "is considered."
             )
-        return (
-            f"{missing} never reached the supplied context, so the failure is "
-            "attributed to retrieval before the answer is considered."
-        )
-    if stage == "generation":
+        return f"{list_ids(missing)} never reached the supplied context{tail}"
+    if result["stage"] == "generation":
         return (
             "Every required document reached the context, so the wrong-answer "
             "label points to generation."
@@ -90,38 +78,34 @@ def explain_stage(
 def explain_lost(
     lost: Sequence[LostDocument], steps: Sequence[Step], context: Sequence[str]
 ) -> str:
-    """One sentence per missing ID, as far as `_LISTED`, then a count, such as
+    """One sentence per missing ID, up to five, then a count, such as
     `D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).`"""
     sizes = {step.name: len(step.ids) for step in steps}
     retrievers = [step.name for step in first_steps(steps)]
     sentences = []
     for document in lost[:_LISTED]:
-        shown = show_id(document["id"])
-        last_step, last_rank = document["last_step"], document["last_rank"]
-        lost_at = document["lost_at"]
-        if last_step is None:
+        step, lost_at = document["last_step"], document["lost_at"]
+        at = f"at rank {document['last_rank']} by {step}"
+        verb = "retrieved" if step in retrievers else "kept"
+        if step is None and len(retrievers) == 1:
+            first = steps[0].name
+            sentence = f"never retrieved; {first} did not return it (it returned "
+            sentence += f"{sizes[first]})."
+        elif step is None:
             returned = ", ".join(
                 f"{name} returned {sizes[name]}" for name in retrievers
             )
-            sentences.append(
-                f"{shown}: never retrieved; {steps[0].name} did not return it "
-                f"(it returned {sizes[steps[0].name]})."
-                if len(retrievers) == 1
-                else f"{shown}: never retrieved; no retriever returned it ({returned})."
-            )
-            continue
-        verb = "retrieved" if last_step in retrievers else "kept"
-        if lost_at == CONTEXT:
-            sentences.append(
-                f"{shown}: {verb} at rank {last_rank} by {last_step} and dropped "
-                f"by no later step, but not among the {len(context)} that "
-                "reached the model."
+            sentence = f"never retrieved; no retriever returned it ({returned})."
+        elif lost_at == CONTEXT:
+            sentence = (
+                f"{verb} {at} and dropped by no later step, but not among the "
+                f"{len(context)} that reached the model."
             )
         else:
-            sentences.append(
-                f"{shown}: {verb} at rank {last_rank} by {last_step}, dropped by "
-                f"{lost_at} (which kept {sizes[lost_at]})."
+            sentence = (
+                f"{verb} {at}, dropped by {lost_at} (which kept {sizes[lost_at]})."
             )
+        sentences.append(f"{show_id(document['id'])}: {sentence}")
     if len(lost) > _LISTED:
         sentences.append(f"And {len(lost) - _LISTED} more, in the score's `lost`.")
     return " ".join(sentences)
@@ -132,35 +116,28 @@ def explain_extraction(
 ) -> str:
     """Why an answer passed or failed membership and order."""
     if "error" in result:
-        repeated_source = first_repeat(source)
-        if repeated_source is not None:
+        repeated = _first_repeat(source)
+        if repeated is not None:
             return (
-                f"The source repeats {show_id(repeated_source)}, which breaks the "
+                f"The source repeats {show_id(repeated)}, which breaks the "
                 "unique-list contract, so the sample cannot be graded."
             )
-        repeated = first_repeat(answer) or ""
         return (
-            f"The answer repeats {show_id(repeated)}, which fails both criteria "
-            "before order is graded; sorting cannot repair it."
+            f"The answer repeats {show_id(_first_repeat(answer) or '')}, which fails "
+            "both criteria before order is graded; sorting cannot repair it."
         )
     if result["order"]:
         return "Every source ID is kept, in source order."
     if result["membership"]:
-        # The same position as the metadata's `first_order_break`.
-        position = first_order_break(source, answer)
-        assert position is not None, "order failed, so the lists differ"
+        at = first_order_break(source, answer) or 0  # the lists differ
         return (
-            f"Every ID remains, but position {position} holds "
-            f"{show_id(answer[position - 1])} where the source has "
-            f"{show_id(source[position - 1])}: the source order is lost."
+            f"Every ID remains, but position {at} holds {show_id(answer[at - 1])} "
+            f"where the source has {show_id(source[at - 1])}: the source order is "
+            "lost."
         )
-    missing = dropped_ids(source, answer)
-    extra = invented_ids(source, answer)
-    changes = []
-    if missing:
-        changes.append(f"misses {list_ids(missing)}")
-    if extra:
-        changes.append(f"adds {list_ids(extra)}")
+    missing, extra = dropped_ids(source, answer), invented_ids(source, answer)
+    changes = [f"misses {list_ids(missing)}"] if missing else []
+    changes += [f"adds {list_ids(extra)}"] if extra else []
     return (
         f"The answer {' and '.join(changes)}, so membership fails and order "
         "cannot pass."
@@ -168,22 +145,18 @@ def explain_extraction(
 
 
 def explain_unrecorded_context(*, recorded_null: bool = False) -> str:
-    """Why a run with no recorded context is not graded (`recorded_null`: the
-    store holds `null`)."""
+    """Why a run with no recorded context (or a `null` one) is not graded."""
     if recorded_null:
-        return (
+        never = (
             "The recorded context is null (RetrievalTrace.context was never set "
-            "to a list of IDs), so retrieval cannot be judged and the run is not "
-            "graded."
+            "to a list of IDs)"
         )
-    return (
-        "The context was never recorded (no solver set RetrievalTrace.context), "
-        "so retrieval cannot be judged and the run is not graded."
-    )
+    else:
+        never = "The context was never recorded (no solver set RetrievalTrace.context)"
+    return f"{never}, so retrieval cannot be judged and the run is not graded."
 
 
 def explain_unreadable(problem: str) -> str:
-    """Why an answer that is not a list of IDs fails."""
     return (
         f"The answer cannot be read as a list of IDs ({problem}), "
         "so it fails both criteria."

@@ -69,16 +69,16 @@ def extraction_score(
 def recorded_output_score(
     record: dict[str, Any], read_from: dict[str, str], output: Any, answer_too: bool
 ) -> Score:
-    """A run that recorded the model's output text instead of its answer, read
-    as a live output is; two answers, or no text, are invalid."""
+    """A recorded output text, read as a live output is; beside a recorded
+    answer, or not a text, it is invalid."""
     if isinstance(output, str) and not answer_too:
         return extraction_score(record, read_from, answer_text=output)
-    problem = (
-        "is given beside a recorded answer: a run records its answer once, as "
-        "a list or as the output text"
-        if answer_too
-        else "must be a text, the model's output"
-    )
+    problem = "must be a text, the model's output"
+    if answer_too:
+        problem = (
+            "is given beside a recorded answer: a run records its answer once, "
+            "as a list or as the output text"
+        )
     invalid = InvalidRecord("output", output, problem)
     return invalid_score(invalid, **_where(shown(output), record, read_from))
 
@@ -86,8 +86,7 @@ def recorded_output_score(
 def _where(
     answer: str, record: dict[str, Any], read_from: dict[str, str], **more: Any
 ) -> dict[str, Any]:
-    """A score's answer, record and read_from, and its `itemised` None until
-    an answer is graded."""
+    """A score's fields beside its value; `itemised` None until graded."""
     return {"answer": answer, "record": record, "read_from": read_from} | {
         "itemised": None,
         **more,
@@ -97,7 +96,6 @@ def _where(
 def _value_score(
     record: dict[str, Any], read_from: dict[str, str], **more: Any
 ) -> Score:
-    """The score of a record that holds its answer as a value, read or recorded."""
     answer = shown(record["answer"]) if "answer" in record else ""
     where = _where(answer, record, read_from, **more)
     try:
@@ -137,9 +135,8 @@ def _duplicate_source(why: str, result: Any, where: dict[str, Any]) -> Score:
     return data_error(error, explanation=why, result=result, **where)
 
 
-def source_from_target(target: Target) -> Any:
-    """The source IDs written as a JSON array in the target text; a list target
-    is refused, as Inspect reads it as alternative answers."""
+def _source_from_target(target: Target) -> Any:
+    """A list target is refused: Inspect reads it as alternative answers."""
     if len(target.target) != 1:
         raise InvalidRecord(
             "source",
@@ -166,21 +163,9 @@ def ordered_extraction_scorer(
     output_key: str | None = None,
     **unknown: NoReturn,
 ) -> Scorer:
-    """Grade membership and order of an extracted ID list separately.
-
-    A repeated ID or an output with no readable ID list fails both; a broken
-    source is unscored (docs/scores.md, docs/answer-formats.md).
-
-    Args:
-        source_key: Sample metadata key of the source IDs; None reads them
-            from the target, a JSON array (`Sample(target='["C", "A"]')`).
-        answer_key: None grades the model's output; a metadata key grades a
-            recorded answer, an array of strings.
-        structured_key: The key an object of structured output holds the
-            list under (`read_as` "structured").
-        output_key: With `answer_key`, the metadata key of a recorded model
-            output, read as a live output is; a run with both is invalid.
-    """
+    """Grade membership and order of an extracted ID list separately; a repeated
+    or unreadable answer fails both, a broken source is unscored. The arguments
+    are in docs/scores.md."""
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     keys = dict(source_key=source_key, answer_key=answer_key)
     keys |= dict(structured_key=structured_key, output_key=output_key)
@@ -197,8 +182,10 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    unread = "A run without it is not graded: invalid-input."
-    watch = KeyWatch("ordered_extraction", lambda role: unread)
+    watch = KeyWatch(
+        "ordered_extraction",
+        lambda role: "A run without it is not graded: invalid-input.",
+    )
     read_from = {
         "source": "target" if source_key is None else metadata_source(source_key),
         "answer": "output" if answer_key is None else metadata_source(answer_key),
@@ -208,7 +195,7 @@ def ordered_extraction_scorer(
         record: dict[str, Any] = {}
         if source_key is None:
             try:
-                record["source"] = source_from_target(target)
+                record["source"] = _source_from_target(target)
             except InvalidRecord as invalid:
                 where = _where(state.output.completion, record, dict(read_from))
                 return invalid_score(invalid, **where)
@@ -216,23 +203,25 @@ def ordered_extraction_scorer(
             watch.read_key(state, record, "source", source_key)
         if answer_key is None:
             text = state.output.completion
-            read = partial(
-                extraction_score,
-                record,
-                dict(read_from),
-                answer_text=text,
-                structured_key=structured_key,
+            return await _off_the_loop_if_long(
+                partial(
+                    extraction_score,
+                    record,
+                    dict(read_from),
+                    answer_text=text,
+                    structured_key=structured_key,
+                ),
+                text,
             )
-            return await _off_the_loop_if_long(read, text)
         if output_key is not None and output_key in state.metadata:
             watch.note("answer", True, str)
             output = state.metadata[output_key]
             output_from = {**read_from, "answer": metadata_source(output_key)}
             answer_too = answer_key in state.metadata
-            read = partial(
-                recorded_output_score, record, output_from, output, answer_too
+            return await _off_the_loop_if_long(
+                partial(recorded_output_score, record, output_from, output, answer_too),
+                output,
             )
-            return await _off_the_loop_if_long(read, output)
         watch.read_key(state, record, "answer", answer_key)
         return extraction_score(record, dict(read_from))
 
@@ -241,8 +230,7 @@ def ordered_extraction_scorer(
 
 
 async def _off_the_loop_if_long(read: partial[Score], text: object) -> Score:
-    """`read()`, in a worker thread when `text` is long: a long text would
-    stall every other sample's scoring."""
+    """A long text read on the event loop would stall every other sample."""
     if not isinstance(text, str) or len(text) < READ_IN_THREAD_CHARACTERS:
         return read()
     return await anyio.to_thread.run_sync(read)

@@ -1,6 +1,4 @@
-"""Where a stage run's label comes from: metadata, a staff labels file, a grader
-(any Inspect scorer, its verdict read only as docs/scores.md's table says) or an
-earlier scorer's score."""
+"""Where a stage run's label comes from: metadata, labels file, grader or score."""
 
 from __future__ import annotations
 
@@ -17,6 +15,8 @@ from ..labels import StaffLabels
 from .arguments import ArgumentError
 from .key_warnings import KeyWatch, listed_keys
 from .outcome import metadata_source
+
+_GRADER_FIELDS = ("value", "answer", "explanation", "reason", "metadata")
 
 
 class LabelScorerError(ArgumentError):
@@ -63,14 +63,14 @@ class LabelSource:
         given: Score | None = None
         if self.staff is not None:
             found = self.staff.label_for(state.sample_id, state.epoch)
-            watch.note("labels", found is not None, lambda: _unlabelled(state, self))
+            watch.note("labels", found is not None, lambda: self._unlabelled(state))
             if found is not None:
                 record["correct"] = found
         elif self.grader is not None:
             given = await self.grader(state, target)
         elif self.label_from is not None:
             given = (state.scores or {}).get(self.label_from)
-            absent = lambda: _no_given_score(state, self.label_from)  # noqa: E731
+            absent = lambda: self._no_given_score(state)  # noqa: E731
             watch.note("label_from", given is not None, absent)
         else:
             watch.read_key(state, record, "correct", self.key)
@@ -79,15 +79,52 @@ class LabelSource:
             record["correct"] = label
         if self.name is None:
             return None, None
-        no_label = None
-        if "correct" not in record:
-            no_label = _why_no_label(self.grader is None, self.name, given)
-        fields = ("value", "answer", "explanation", "reason", "metadata")
-        grader = {"name": self.name} | {
-            field: None if given is None else getattr(given, field, None)
-            for field in fields
-        }
-        return no_label, grader
+        no_label = None if "correct" in record else self._why_no_label(given)
+        grader = {field: getattr(given, field, None) for field in _GRADER_FIELDS}
+        return no_label, {"name": self.name} | grader
+
+    def _why_no_label(self, score: Score | None) -> str:
+        """Why a run has no label, quoting what the grader (or given score) gave."""
+        name, from_score = self.name, self.grader is None
+        if score is None and from_score:
+            return (
+                f"No score {quote(name)} was given to this run before the stage "
+                f"diagnosis (label_from={quote(name)}), so the answer cannot be "
+                "called correct or incorrect."
+            )
+        if score is None:
+            what = "returned no score"
+        elif isinstance(score.value, float) and math.isnan(score.value):
+            what = "left the run unscored (NaN)"
+        else:
+            what = f"gave {quote(score.value, 80)}"
+        return (
+            f"The {'score' if from_score else 'grader'} {name} {what}, which is not "
+            'a label (only CORRECT "C", true or 1 and INCORRECT "I", false or 0 '
+            "are), so the answer cannot be called correct or incorrect."
+        )
+
+    def _unlabelled(self, state: TaskState) -> str:
+        assert self.staff is not None
+        return (
+            f"stage_diagnosis: labels file {self.staff.path} has no label for sample "
+            f"{quote(state.sample_id)} epoch {state.epoch}, nor for any run scored "
+            f"before it. It labels ids {listed_keys(self.staff.ids())}. A run "
+            "without a label is answer-label. If the file matches no sample, check "
+            'its ids: they match sample ids exactly, type included ("1" is not 1).'
+        )
+
+    def _no_given_score(self, state: TaskState) -> str:
+        name = quote(self.label_from)
+        return (
+            f"stage_diagnosis: sample {quote(state.sample_id)} has no score {name} "
+            f"(label_from={name}), and no run scored before it had one. Its "
+            f"scores: {listed_keys(state.scores or {})}. A run without it has no "
+            "label: answer-label. The score must come from a scorer listed before "
+            "stage_diagnosis, or from the log under inspect score --action append "
+            "(--action overwrite scores without the log's scores). If no sample "
+            "has it, check label_from."
+        )
 
 
 def _grader(grader: Any) -> Scorer:
@@ -120,21 +157,24 @@ def _grader(grader: Any) -> Scorer:
             "made by a function decorated with @scorer; Inspect records a grader "
             "by its registry name, so only a registered scorer can be one"
         ) from None
+    name = info.name.removeprefix("inspect_ai/")
     if info.type != "scorer":
         raise LabelScorerError(
             f"label_scorer {quote(info.name)} is a registered {info.type}, not a scorer"
         )
     # The `@scorer` function shares the registry entry of the scorer it makes.
-    if not (
-        inspect.iscoroutinefunction(grader)
-        or inspect.iscoroutinefunction(type(grader).__call__)
-    ):
-        name = info.name.removeprefix("inspect_ai/")
+    if not _is_scorer(grader):
         raise LabelScorerError(
             f"label_scorer {name} is the @scorer function, not a scorer; call it: "
             f"label_scorer={name}() (with any arguments it takes)"
         )
     return cast(Scorer, grader)
+
+
+def _is_scorer(grader: Any) -> bool:
+    return inspect.iscoroutinefunction(grader) or inspect.iscoroutinefunction(
+        type(grader).__call__
+    )
 
 
 def _one_label_source(labels: Any, label_scorer: Any, label_from: Any) -> None:
@@ -172,47 +212,3 @@ def _shown_grader(grader: Any) -> str:
     except ValueError:  # not registered
         return str(getattr(grader, "__name__", type(grader).__name__))
     return f"{name}()" if inspect.iscoroutinefunction(grader) else name
-
-
-def _why_no_label(from_score: bool, name: str, score: Score | None) -> str:
-    """Why a run has no label, quoting what the grader (or given score) gave."""
-    if score is None and from_score:
-        return (
-            f"No score {quote(name)} was given to this run before the stage "
-            f"diagnosis (label_from={quote(name)}), so the answer cannot be "
-            "called correct or incorrect."
-        )
-    if score is None:
-        what = "returned no score"
-    elif isinstance(score.value, float) and math.isnan(score.value):
-        what = "left the run unscored (NaN)"
-    else:
-        what = f"gave {quote(score.value, 80)}"
-    return (
-        f"The {'score' if from_score else 'grader'} {name} {what}, which is not a "
-        'label (only CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), '
-        "so the answer cannot be called correct or incorrect."
-    )
-
-
-def _unlabelled(state: TaskState, source: LabelSource) -> str:
-    assert source.staff is not None
-    return (
-        f"stage_diagnosis: labels file {source.staff.path} has no label for sample "
-        f"{quote(state.sample_id)} epoch {state.epoch}, nor for any run scored "
-        f"before it. It labels ids {listed_keys(source.staff.ids())}. A run without "
-        "a label is answer-label. If the file matches no sample, check its ids: "
-        'they match sample ids exactly, type included ("1" is not 1).'
-    )
-
-
-def _no_given_score(state: TaskState, name: str) -> str:
-    return (
-        f"stage_diagnosis: sample {quote(state.sample_id)} has no score "
-        f"{quote(name)} (label_from={quote(name)}), and no run scored before it "
-        f"had one. Its scores: {listed_keys(state.scores or {})}. A run without "
-        "it has no label: answer-label. The score must come from a scorer listed "
-        "before stage_diagnosis, or from the log under inspect score --action "
-        "append (--action overwrite scores without the log's scores). If no "
-        "sample has it, check label_from."
-    )

@@ -1,5 +1,4 @@
-"""A warning, once, when a source the scorer reads seems to be in no sample:
-a typo in a key would silently make every run unscored (docs/scores.md)."""
+"""A warning, once, for a source in no sample: a typo would unscore every run."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Metrics as a reader of `inspect view` wants them (docs/scores.md#metrics).
-
-The stage metrics and counts take each epoch's own score (`scores="unreduced"`):
-the default mean reducer would turn a stage into 0.0."""
+The stage metrics take each epoch's own score: the mean would make a stage 0.0."""
 
 from __future__ import annotations
 
@@ -37,7 +35,7 @@ from ..schema import (
 
 _T = TypeVar("_T")
 
-# The stage metrics' order: Inspect's headline is the first, the pass share.
+# Inspect's headline is the first, the pass share.
 SHOWN_STAGES = ("pass", "retrieval", "generation", "unresolved")
 
 # Short column labels for Inspect's results table; the kinds are the `reason`s.
@@ -77,11 +75,9 @@ def stage_shares() -> Metric:
     shares = cast(MetricProtocol, frequency(categories=SHOWN_STAGES))
 
     def compute(scores: list[SampleScore]) -> Value:
-        if not scores:
-            return dict.fromkeys(SHOWN_STAGES, math.nan)
         for sample_score in scores:
             _stage(sample_score)  # refuses a value that is no stage
-        return shares(scores)
+        return shares(scores) if scores else dict.fromkeys(SHOWN_STAGES, math.nan)
 
     return compute
 
@@ -94,17 +90,17 @@ def stage_modes() -> Metric:
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         # Grouped by sorting, not a dict per sample id: memory stays flat.
         modes: Counter[str] = Counter()
-        key = lambda sample_score: str(sample_score.sample_id)  # noqa: E731
-        for _, group in groupby(sorted(scores, key=key), key=key):
-            counts = Counter(_stage(run) for run in group)
+        for _, runs in groupby(sorted(scores, key=_sample_id), key=_sample_id):
+            counts = Counter(map(_stage, runs))
             modes[max(STAGES, key=lambda s: (counts[s], -STAGES.index(s)))] += 1
-        total = modes.total()
-        return {
-            f"{stage}_mode": modes[stage] / total if total else math.nan
-            for stage in SHOWN_STAGES
-        }
+        total = modes.total() or math.nan
+        return {f"{stage}_mode": modes[stage] / total for stage in SHOWN_STAGES}
 
     return compute
+
+
+def _sample_id(sample_score: SampleScore) -> str:
+    return str(sample_score.sample_id)
 
 
 @metric(scores="unreduced")
@@ -112,13 +108,14 @@ def lucky_answers() -> Metric:
     """Runs labelled correct while required evidence never reached the context
     (a mapping: over no run Inspect would log a scalar as NaN, not 0)."""
 
+    def lucky(sample_score: SampleScore) -> bool:
+        if _stage(sample_score) != "retrieval":
+            return False
+        record = _metadata(sample_score, "record")["record"]
+        return type(record) is dict and record.get("correct") is True
+
     def compute(scores: list[SampleScore]) -> dict[str, int]:
-        lucky = 0
-        for sample_score in scores:
-            if _stage(sample_score) == "retrieval":
-                record = _metadata(sample_score, "record")["record"]
-                lucky += type(record) is dict and record.get("correct") is True
-        return {"lucky_answers": lucky}
+        return {"lucky_answers": sum(map(lucky, scores))}
 
     return compute
 
@@ -206,14 +203,14 @@ def criteria_shares() -> Metric:
                 if not isinstance(value, dict) or criterion not in value:
                     raise ValueError(
                         f"sample {sample_score.sample_id!r}: an extraction metric "
-                        f"needs {{{', '.join(repr(c) for c in CRITERIA)}}} as the "
-                        f"score value, got {value!r}"
+                        f"needs {{{', '.join(map(repr, CRITERIA))}}} as the score "
+                        f"value, got {value!r}"
                     )
                 share = value[criterion]  # over epochs, a mean
                 if not (isinstance(share, float) and math.isnan(share)):
                     total += to_float(share)
                     counted += 1
-            shares[criterion] = total / float(counted) if counted else math.nan
+            shares[criterion] = total / counted if counted else math.nan
         return shares
 
     return compute

@@ -42,11 +42,9 @@ def error_info(kind: str, side: ErrorSide, field: str | None, msg: str) -> Error
 def error_kind(score: Score) -> str | None:
     """A score's error kind: its `reason`, or before `Score.reason` its metadata's."""
     reason = getattr(score, "reason", None)
-    if reason is not None or _SCORES_HAVE_REASON:
-        return reason if isinstance(reason, str) else None
-    error = (score.metadata or {}).get("error")
-    kind = error.get("kind") if isinstance(error, dict) else None
-    return kind if isinstance(kind, str) else None
+    if reason is None and not _SCORES_HAVE_REASON:
+        reason = ((score.metadata or {}).get("error") or {}).get("kind")
+    return reason if isinstance(reason, str) else None
 
 
 def shown(value: Any) -> str:
@@ -57,12 +55,12 @@ def shown(value: Any) -> str:
         return quote(value)
 
 
-def _is_json(value: Any) -> bool:
+def _as_json(value: Any) -> Any:
     try:
         canonical_json(value)
     except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+        return quote(value)
+    return value
 
 
 def metadata_source(key: str) -> str:
@@ -83,16 +81,15 @@ def graded(
     """A stage, a grade or an answer failure; a None `value` is unscored, its
     record's values that are no JSON kept as quotes so the log serialises."""
     if value is None:
-        record = {k: v if _is_json(v) else quote(v) for k, v in record.items()}
+        record = {key: _as_json(item) for key, item in record.items()}
     metadata = {"result": result, "record": record, "read_from": read_from}
-    metadata |= {"error": error, **more}
     fields: dict[str, Any] = {"answer": answer, "explanation": explanation}
-    fields["metadata"] = metadata
+    fields["metadata"] = metadata | {"error": error, **more}
     if _SCORES_HAVE_REASON:
         fields["reason"] = error and error["kind"]
-    if value is None:
-        return Score.unscored(**fields)
-    return Score(value=value, **fields)
+    return (
+        Score(value=value, **fields) if value is not None else Score.unscored(**fields)
+    )
 
 
 def data_error(error: ErrorInfo, **where: Any) -> Score:
@@ -116,8 +113,8 @@ def record_scorer(
     absent: tuple[str, ...],
 ) -> Scorer:
     """A scorer that gives a run that failed before answering `sample-error`
-    (an empty output is no answer; nothing is read or graded, and `absent`, the
-    scorer's own metadata keys, are None) and every other run to `score_run`."""
+    (nothing read or graded; `absent`, the scorer's own metadata keys, None)
+    and every other run to `score_run`."""
 
     async def score(state: TaskState, target: Target) -> Score:
         failure = _sample_error()
@@ -139,15 +136,13 @@ def record_scorer(
 
 
 def _sample_error() -> str | None:
-    """The sample's error message, or None: Inspect logs it as an `ErrorEvent`
-    in the transcript before scoring, and `inspect score` rebuilds it."""
+    """The sample's error: Inspect logs it as an `ErrorEvent` before scoring."""
     history = transcript().history
     try:
         if hasattr(history, "find_last"):
             event = history.find_last(lambda event: isinstance(event, ErrorEvent))
         else:  # Inspect before 0.3.279: the events from the last error on.
-            since = history.events_since_last(ErrorEvent)
-            event = since[0] if since else None
+            event = next(iter(history.events_since_last(ErrorEvent)), None)
     except TranscriptHistoryUnavailableError:
         return None  # a bounded transcript: no error among its recent events
     return event.error.message if isinstance(event, ErrorEvent) else None

@@ -78,7 +78,7 @@ def diagnosis_score(
     if "error" in result and no_label is not None:
         why = no_label
     else:
-        why = explain_stage(record, result, label_from=read_from["correct"])
+        why = explain_stage(record, result, read_from["correct"])
     if lost and calls is not None:
         why += " " + calls.explain_lost(lost)
     elif lost and steps is not None:
@@ -103,26 +103,9 @@ def stage_diagnosis_scorer(
     context_id_key: str = "id",
     **unknown: NoReturn,
 ) -> Scorer:
-    """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
-
-    A missing label (`answer-label`) or a record outside the contract
-    (`invalid-input`) is unscored, never a guessed stage (docs/scores.md).
-
-    Args:
-        required_key: Sample metadata key of the required document IDs.
-        correct_key: Sample metadata key of the label, JSON `true` or `false`.
-        context_key: Sample metadata key of the context IDs; by default
-            the context a solver recorded in `RetrievalTrace`.
-        labels: A JSON Lines staff labels file, the only label source then.
-        label_scorer: A grader (a scorer such as `match()`, or its registry
-            name) run on the same state and target.
-        label_from: The name of a score an earlier scorer gave this sample.
-        steps_key: Sample metadata key of the pipeline's steps; by default
-            `RetrievalTrace.steps`, if recorded (docs/pipeline-steps.md).
-        context_tools: A tool name, or a list, whose results in the
-            messages are the context, each call a step (docs/agents.md).
-        context_id_key: The key of a document's ID in a tool result's objects.
-    """
+    """Diagnose each run's failing stage: retrieval, generation, pass or
+    unresolved; a missing label or a record outside the contract is unscored,
+    never guessed. The arguments are in docs/scores.md and docs/agents.md."""
     refuse_unknown_arguments("stage_diagnosis", stage_diagnosis_scorer, unknown)
     check_key("required_key", required_key)
     check_key("correct_key", correct_key)

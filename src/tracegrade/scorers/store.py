@@ -1,5 +1,4 @@
-"""Where a RAG solver records the context IDs it actually supplied; the store
-is written to the log, so `inspect score` sees it later."""
+"""Where a RAG solver records the context IDs it supplied, in the logged store."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""An agent's context from its transcript: the documents its tools returned to
-the model, as received; shapes and truncation are in docs/agents.md."""
+"""An agent's context from its transcript: its tool results, read per docs/agents.md."""
 
 from __future__ import annotations
 

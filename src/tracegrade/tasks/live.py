@@ -1,5 +1,4 @@
-"""`tracegrade/ordered_extraction`: a live model lists each document's IDs, in
-the order the text gives them, from the packaged documents or `-T dataset=PATH`."""
+"""`tracegrade/ordered_extraction`: a live model lists each document's IDs in order."""
 
 from __future__ import annotations
 
@@ -40,23 +39,23 @@ STRUCTURED_KEY = "ids"
 
 # An object, as OpenAI's structured outputs take only an object at the top;
 # uniqueness in words, as strict modes refuse `uniqueItems`.
+_IDS = "Unique strings, each exactly as the document writes it, in the order they "
 RESPONSE_SCHEMA = ResponseSchema(
     name="extracted_ids",
     description="The IDs the document names, each once, in source order.",
-    json_schema=JSONSchema(
-        type="object",
-        properties={
-            STRUCTURED_KEY: JSONSchema(
-                type="array",
-                items=JSONSchema(type="string"),
-                description=(
-                    "Unique strings, each exactly as the document writes it, "
-                    "in the order they first appear; never sorted."
-                ),
-            )
-        },
-        required=[STRUCTURED_KEY],
-        additionalProperties=False,
+    json_schema=JSONSchema.model_validate(
+        {
+            "type": "object",
+            "properties": {
+                STRUCTURED_KEY: {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": _IDS + "first appear; never sorted.",
+                }
+            },
+            "required": [STRUCTURED_KEY],
+            "additionalProperties": False,
+        }
     ),
     strict=True,
 )
@@ -72,25 +71,19 @@ class PromptError(ValueError):
 def prompt_template(prompt: str | None) -> str:
     """The template itself when it holds `{document}`, else the file it must
     name, so a mistyped template is never taken for a path."""
-    if prompt is None:
-        return DEFAULT_PROMPT
-    if "{document}" in prompt:
-        return prompt
-    try:
-        is_file = Path(prompt).is_file()
-    except (OSError, ValueError):  # too long for a name, or a NUL: no path
-        is_file = False
-    if not is_file:
-        shown = json.dumps(prompt)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        raise PromptError(
-            f"the prompt {shown} has no {{document}} placeholder and "
-            "names no existing file; a template must say where the document "
-            "goes with {document} (and may name what to extract with {target})"
-        )
+    if prompt is None or "{document}" in prompt:
+        return prompt or DEFAULT_PROMPT
     try:
         template = Path(prompt).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, ValueError) as error:  # ValueError: a NUL, so no path
+        if not _is_file(prompt):
+            shown = json.dumps(prompt)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise PromptError(
+                f"the prompt {shown} has no {{document}} placeholder and "
+                "names no existing file; a template must say where the document "
+                "goes with {document} (and may name what to extract with {target})"
+            ) from None
         raise PromptError(f"cannot read prompt file {prompt} ({error})") from error
     if "{document}" not in template:
         raise PromptError(
@@ -99,6 +92,13 @@ def prompt_template(prompt: str | None) -> str:
             "(and {target}, optionally, for what to extract)"
         )
     return template
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # too long for a name, or a NUL: no path
+        return False
 
 
 def _sample(document: SourceDocument, template: str) -> Sample:
@@ -122,17 +122,7 @@ def ordered_extraction(
     **kwargs: NoReturn,
 ) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
-    and order separately (docs/answer-formats.md).
-
-    Args:
-        dataset: A JSON Lines file of your own documents, one
-            `{"id", "text", "source", "target", "kind"?}` per line; by
-            default the packaged documents.
-        prompt: A prompt template, or the path of a file holding one, with
-            `{document}` and optionally `{target}`; by default `DEFAULT_PROMPT`.
-        structured: Ask for structured output (`RESPONSE_SCHEMA`); false
-            leaves the model's reply free, for comparing the two.
-    """
+    and order separately. The arguments are in docs/evaluate-your-own-model.md."""
     name = "tracegrade/ordered_extraction"
     with checked_task(name, ordered_extraction, kwargs):
         template = prompt_template(prompt)

@@ -1,7 +1,4 @@
-"""Tasks that replay recorded runs: no model, no network, no API key.
-
-By default the packaged recorded runs; `-T dataset=edge-cases` the contract's
-edge cases (the fixtures `nox -s parity` checks), `-T dataset=PATH` your own."""
+"""Tasks that replay recorded runs: no model, no network, no API key."""
 
 from __future__ import annotations
 
@@ -75,15 +72,9 @@ def extraction_input_score(case: dict[str, Any]) -> Score:
 
 @task
 def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Diagnose the failing stage of recorded RAG runs, each run's context
-    replayed into `RetrievalTrace` where a live RAG solver would record it.
-
-    Args:
-        dataset: A fixture-format JSON Lines file of your own runs, each
-            `{"id", "input": {"required", "context", "correct"}}`; by
-            default 30 packaged recorded runs; `edge-cases`, the packaged
-            edge cases of the contract.
-    """
+    """Diagnose the failing stage of recorded RAG runs, each context replayed
+    into `RetrievalTrace`; `dataset`: a fixture-format file, `edge-cases`, or
+    by default the 30 packaged runs."""
     with checked_task("tracegrade/stage_diagnosis", stage_diagnosis, kwargs):
         source: Any = dataset
         if dataset is None:
@@ -99,18 +90,9 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
 
 @task
 def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Grade recorded extraction answers for membership and order.
-
-    A recorded `answer` of the wrong type is the dataset's error; a recorded
-    model `output` text is read as the live task reads it, and an unreadable
-    one is the model's failure (docs/answer-formats.md).
-
-    Args:
-        dataset: A fixture-format JSON Lines file of your own recorded
-            runs, each `{"id", "input": {"source", "answer"}}` or
-            `{"id", "input": {"source", "output"}}`; by default (or
-            `edge-cases`) the packaged edge cases of the contract.
-    """
+    """Grade recorded answers, or recorded output texts read as the live task
+    reads them, for membership and order; `dataset`: a fixture-format file, by
+    default (or `edge-cases`) the packaged edge cases."""
     name = "tracegrade/ordered_extraction_recorded"
     with checked_task(name, ordered_extraction_recorded, kwargs):
         source: Any = dataset

@@ -1,5 +1,4 @@
-"""Replaying recorded runs, so the tasks need no model and no network: the
-values recorded, out-of-contract ones included, go where a pipeline puts them."""
+"""Recorded runs replayed where a pipeline puts its values, invalid ones too."""
 
 from __future__ import annotations
 
@@ -33,18 +32,9 @@ def replay(
     output_key: str = "output",
     steps_key: str = "steps",
 ) -> Solver:
-    """Replay a recorded run without calling a model.
-
-    Args:
-        context_key: Metadata key of the recorded context IDs, recorded in
-            `RetrievalTrace` when present, as a RAG solver would.
-        answer_key: Metadata key of the recorded answer, which becomes the
-            output (a list as its JSON text).
-        output_key: Metadata key of a recorded output text, the output when
-            there is no recorded answer.
-        steps_key: Metadata key of the recorded pipeline steps, recorded in
-            `RetrievalTrace.steps` when present.
-    """
+    """Replay a recorded run without a model: the context and steps go to
+    `RetrievalTrace`, the recorded answer (a list as its JSON) or output text
+    becomes the output."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         # Recorded as given, valid or not, so the scorer judges them.
