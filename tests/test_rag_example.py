@@ -21,7 +21,7 @@ QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
 
 def answering_model(answers: dict[str, list[str]] | None = None) -> Model:
     """mockllm answering each question with the next of `answers[id]` (by
-    default "I do not know."); test_labels_export.py uses it too."""
+    default "I do not know.")."""
     calls: dict[str, int] = {}
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
