@@ -21,19 +21,13 @@ from tracegrade.scorers.outcome import error_kind
     [
         ([{"correct": True}], "line 1: no 'id' field"),
         ([{"id": "", "correct": True}], "'id' must be a non-empty string or an"),
-        ([{"id": True, "correct": True}], "got true"),
         ([{"id": "a"}], "no 'correct' field for id \"a\""),
         ([{"id": "a", "correct": 1}], 'for id "a", got 1; labels are never guessed'),
-        ([{"id": "a", "correct": None}], "line 1: 'correct' must be true or false"),
         ([" \t\r", ""], "holds no labels"),
         (['{"id": "\\ud800", "correct": true}'], "line 1: .*lone surrogate"),
         (
             [{"id": "q1", "correct": True}, {"id": "q2", "correct": True}] * 2,
             'line 3: id "q1" is already labelled on line 1',
-        ),
-        (
-            [{"id": "q", "epoch": 2, "correct": True}] * 2,
-            'line 2: id "q" epoch 2 is already labelled on line 1',
         ),
         (
             [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
@@ -44,7 +38,6 @@ from tracegrade.scorers.outcome import error_kind
             'line 2: id "q": line 1 labels an epoch of this sample; label a sample ei',
         ),
         ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
-        ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),
     ],
 )
 def test_a_bad_labels_file_is_refused_naming_the_line(

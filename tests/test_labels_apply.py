@@ -81,8 +81,11 @@ def is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> None:
-    log = run_log(tmp_path, epochs=2)
+def test_labels_join_by_epoch_and_out_writes_a_new_log_in_the_logs_format(
+    tmp_path: Path,
+) -> None:
+    log = run_log(tmp_path, log_format="json", epochs=2)
+    original = log.read_bytes()
     # The export names each epoch: each gets its own label.
     exported = [(x["id"], x["epoch"]) for x in label_requests(read_eval_log(str(log)))]
     assert sorted(exported) == [(i, e) for i in sorted(RUNS) for e in (1, 2)]
@@ -94,32 +97,38 @@ def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> No
             {"id": "full", "epoch": 2, "correct": False},
         ],
     )
-    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
+    out = tmp_path / "labelled.json"
+    done = tracegrade(
+        *("labels", "apply", str(log), labels, "--out", str(out)),
+        *("--action", "overwrite"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
+    assert log.read_bytes() == original
     assert (
         f"warning: 2 run(s) of {log} have no label in {labels} (first: sample "
         "'other' epoch 1); they are answer-label."
     ) in done.stderr
     assert (
         f"4 of 6 runs (3 samples, 2 epochs) labelled and diagnosed with the labels "
-        f"in {labels} as stage_diagnosis1; 2 have no label (answer-label); log "
-        f"written to {log}"
+        f"in {labels} as stage_diagnosis; 2 have no label (answer-label); log "
+        f"written to {out}"
     ) in done.stderr
 
-    labelled = read_eval_log(str(log))
+    labelled = read_eval_log(str(out))
     assert labelled.status == "success" and labelled.results is not None
-    new = stages(labelled, "stage_diagnosis1")
+    new = stages(labelled, "stage_diagnosis")
     assert is_nan(new.pop(("other", 1))) and is_nan(new.pop(("other", 2)))
-    assert all(is_nan(v) for v in stages(labelled, "stage_diagnosis").values())
     assert new == {
         ("full", 1): "pass",
         ("full", 2): "generation",
         ("gap", 1): "retrieval",
         ("gap", 2): "retrieval",
     }
-    (appended,) = [s for s in labelled.results.scores if s.name == "stage_diagnosis1"]
-    assert appended.metrics["retrieval"].value == pytest.approx(0.5)
-    assert appended.metrics["lucky_answers"].value == 2
+    (overwritten,) = labelled.results.scores
+    assert overwritten.metrics["retrieval"].value == pytest.approx(0.5)
+    assert overwritten.metrics["lucky_answers"].value == 2
+    assert not list(tmp_path.glob("*.partial"))
 
 
 def test_a_refusal_is_one_line_and_leaves_every_file_as_it_was(
@@ -244,50 +253,6 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     assert read_from["context"] == 'metadata["retrieved"]'
 
 
-@pytest.mark.parametrize(
-    ("log_format", "action"), [("eval", "append"), ("json", "overwrite")]
-)
-def test_out_writes_a_new_log_in_the_logs_format(
-    tmp_path: Path, log_format: str, action: str
-) -> None:
-    log = run_log(tmp_path, log_format=log_format)
-    original = log.read_bytes()
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
-    out = tmp_path / f"labelled.{log_format}"
-    done = tracegrade(
-        *("labels", "apply", str(log), labels, "--out", str(out)),
-        *("--action", action),
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert log.read_bytes() == original
-    name = "stage_diagnosis1" if action == "append" else "stage_diagnosis"
-    assert f"as {name};" in done.stderr
-    labelled = read_eval_log(str(out))
-    assert labelled.status == "success" and labelled.results is not None
-    if action == "overwrite":
-        assert [s.name for s in labelled.results.scores] == ["stage_diagnosis"]
-    assert stages(labelled, name)[("full", 1)] == "pass"
-    assert not list(tmp_path.glob("*.partial"))
-
-
-def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
-    """Anyone can put the lock's name in TMPDIR first: the apply says it
-    cannot take turns, and labels the log."""
-    log = run_log(tmp_path)
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
-    temporary = tmp_path / "tmp"
-    lock = temporary / Path(lock_path(str(log))).name
-    lock.mkdir(parents=True)
-    env = {"TMPDIR": str(temporary)}
-    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    assert f"warning: {str(lock)!r} cannot be a lock (" in done.stderr.splitlines()[0]
-    assert "going on without taking turns with other labels apply runs" in done.stderr
-    assert stages(read_eval_log(str(log)), "stage_diagnosis1")[("full", 1)] == "pass"
-
-
 # --- A log rewritten at the last moment ------------------------------------------
 
 
@@ -365,8 +330,17 @@ def test_a_log_whose_eval_has_not_finished_is_labelled_only_with_force(
     assert "pass --force" in line
     assert log.read_bytes() == before
 
-    forced = tracegrade("labels", "apply", str(log), labels, "--force", cwd=tmp_path)
+    # Anyone can put the lock's name in TMPDIR first: the apply goes on.
+    lock = tmp_path / "tmp" / Path(lock_path(str(log))).name
+    lock.mkdir(parents=True)
+    forced = tracegrade(
+        *("labels", "apply", str(log), labels, "--force"),
+        cwd=tmp_path,
+        env={"TMPDIR": str(lock.parent)},
+    )
     assert forced.returncode == 0, forced.stderr
+    assert f"warning: {str(lock)!r} cannot be a lock (" in forced.stderr
+    assert "going on without taking turns with other labels apply runs" in forced.stderr
     assert len(stages(read_eval_log(str(log)), "stage_diagnosis1")) == len(RUNS)
 
 
@@ -410,7 +384,8 @@ def test_the_walkthroughs_label_steps_run_as_written(
     done = tracegrade_shell(later, tmp_path, errexit=True)
     assert done.returncode == 0, done.stderr
     assert "3 of 3 runs labelled and diagnosed" in done.stderr
-    assert "retrieval" in done.stdout
+    # A row for each score, as the page says.
+    assert "E1 [stage_diagnosis1]" in done.stdout
     labelled = stages(read_eval_log(str(log)), "stage_diagnosis1")
     assert labelled[("gap", 1)] == "retrieval"
     # The relabelled log (two stage scores per sample) exports the same lines.

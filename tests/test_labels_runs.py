@@ -14,7 +14,7 @@ from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
 
-TASK_FILE = '''\
+TASK_FILE = """\
 from pathlib import Path
 
 from inspect_ai import Task, task
@@ -24,7 +24,6 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.tasks import replay
 
-# id: (required, context)
 RUNS = {
     "gap-right": (["D1", "D2"], ["D1"]),
     "full-right": (["D1"], ["D1"]),
@@ -35,10 +34,8 @@ RUNS = {
 
 @solver
 def fail_once() -> Solver:
-    """Fails "full-right" the first time only (a marker file remembers)."""
-
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        marker = Path("failed-once")
+        marker = Path("failed-once")  # "full-right" fails the first time only
         if state.sample_id == "full-right" and not marker.exists():
             marker.touch()
             raise RuntimeError("the retriever timed out")
@@ -57,7 +54,7 @@ def runs(labels: str) -> Task:
         solver=[fail_once(), replay()],
         scorer=stage_diagnosis_scorer(labels=labels),
     )
-'''
+"""
 
 # Each run's stage, and the staff's label.
 EXPECTED = {

@@ -10,14 +10,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from tests.commands import peaks_in_one_interpreter
+from tests.test_cli_report import invoke
 from tests.test_cli_score import score_file
 from tests.test_parquet_outputs import write_records
 from tests.test_score_table import random_records
 from tracegrade import score_table
-from tracegrade.cli import main
 from tracegrade.report.results import MODEL, TASK
 from tracegrade.table import records_table
 
@@ -26,10 +26,6 @@ RECORDS = 300  # every case `random_records` draws ten times or more
 ENGINE_FILE_ROWS = 250
 # What identifies an eval rather than what was counted in it.
 NAMING = ("evals", "task", "model")
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, ["report", *args], env={"COLUMNS": "250"})
 
 
 def report_json(*args: str) -> dict[str, Any]:
