@@ -32,10 +32,6 @@ def check_json(*args: str) -> tuple[int, dict[str, Any]]:
     return result.exit_code, report
 
 
-def by_line(report: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    return {problem["line"]: problem for problem in report["problems"]}
-
-
 def test_task_names_spelled_out_for_help_match_the_tasks() -> None:
     assert tuple(sorted(TASKS)) == TASK_NAMES
 
@@ -84,7 +80,7 @@ def test_every_kind_of_problem_is_listed_with_line_and_id(tmp_path: Path) -> Non
         ],
     )
     exit_code, report = check_json("stage_diagnosis", path)
-    listed = by_line(report)
+    listed = {problem["line"]: problem for problem in report["problems"]}
     assert exit_code == 1
     assert {line: (p["kind"], p["id"]) for line, p in listed.items()} == {
         2: ("malformed-json", None),

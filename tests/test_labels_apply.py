@@ -256,15 +256,6 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
 # --- A log rewritten at the last moment ------------------------------------------
 
 
-def _rewrite(log: Path) -> bytes:
-    """Another program's rewrite of `log`, put in place by a rename as
-    Inspect writes; its bytes."""
-    other = log.with_name("other.eval")
-    other.write_bytes(b"rewritten by another program")
-    os.replace(other, log)
-    return b"rewritten by another program"
-
-
 def _all_labelled(tmp_path: Path) -> str:
     return write_lines(
         tmp_path / "labels.jsonl",
@@ -283,14 +274,19 @@ def test_a_log_rewritten_at_the_last_moment_is_not_replaced(
     flush_to_disk, publish = outputs.AtomicFile.flush_to_disk, outputs.publish
     kept = [log.read_bytes() + b"appended"] if when == "into the aside" else []
 
+    def rewrite() -> None:  # by a rename, as Inspect writes
+        if not kept:
+            log.with_name("other.eval").write_bytes(b"rewritten")
+            os.replace(log.with_name("other.eval"), log)
+            kept.append(b"rewritten")
+
     def sync_then_rewrite(self: outputs.AtomicFile) -> None:
         flush_to_disk(self)
-        if not kept:
-            kept.append(_rewrite(log))
+        rewrite()
 
     def rewrite_then_publish(temporary: str, final: str, *, replace: bool) -> None:
-        if final == str(log) and not kept:
-            kept.append(_rewrite(log))
+        if final == str(log):
+            rewrite()
         publish(temporary, final, replace=replace)
 
     def publish_then_write_aside(temporary: str, final: str, *, replace: bool) -> None:
