@@ -244,13 +244,14 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
         "needs none (unresolved); 1 errored before answering (sample-error); "
         f"log written to {first.location}"
     ) in done.stderr
-    labelled = read_eval_log(first.location)
-    assert stages(labelled, "stage_diagnosis1")[("full", 1)] == "pass"
-    assert labelled.samples is not None
-    (full,) = [sample for sample in labelled.samples if sample.id == "full"]
-    read_from = ((full.scores or {})["stage_diagnosis1"].metadata or {})["read_from"]
-    assert read_from["required"] == 'metadata["gold_docs"]'
-    assert read_from["context"] == 'metadata["retrieved"]'
+    samples = {s.id: s for s in read_eval_log(first.location).samples or []}
+    labelled = (samples["full"].scores or {})["stage_diagnosis1"]
+    assert labelled.value == "pass"
+    assert (labelled.metadata or {})["read_from"] == {
+        "required": 'metadata["gold_docs"]',
+        "context": 'metadata["retrieved"]',
+        "correct": f"labels file {labels}",
+    }
 
 
 # --- A log rewritten at the last moment ------------------------------------------

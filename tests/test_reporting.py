@@ -191,25 +191,18 @@ def test_recall_and_precision_are_exact_means_over_every_run_with_one(
     assert stage_log.results is not None
     metrics = stage_log.results.scores[0].metrics
     scores = [
-        (sample.id, score)
+        (score.metadata or {}, score.value)
         for sample in stage_log.samples or []
         for score in (sample.scores or {}).values()
     ]
-    unscored = {i for i, score in scores if score.value != score.value}
     summary = only_stage(report)
-    for key, mean, runs in (
-        ("recall", summary.recall, summary.recall_runs),
-        ("precision", summary.precision, summary.precision_runs),
-    ):
-        shares = {
-            i: (s.metadata or {})[key]
-            for i, s in scores
-            if (s.metadata or {}).get(key) is not None
-        }
-        assert runs == len(shares) > 0
-        assert mean == math.fsum(shares.values()) / len(shares)
-        scored = [share for i, share in shares.items() if i not in unscored]
-        assert len(scored) < len(shares)
+    for key in ("recall", "precision"):
+        shares = [meta[key] for meta, _ in scores if meta.get(key) is not None]
+        scored = [
+            m[key] for m, value in scores if m.get(key) is not None and value == value
+        ]
+        assert getattr(summary, f"{key}_runs") == len(shares) > len(scored)
+        assert getattr(summary, key) == math.fsum(shares) / len(shares)
         assert metrics[f"context_{key}"].value == math.fsum(scored) / len(scored)
 
 
