@@ -164,8 +164,7 @@ def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
 
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
 def test_check_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
-    """Ten times the lines, the same peak memory, in one interpreter (kept
-    lines would add about 17 MiB; SQLite's page cache of ids grows a little).
+    """Ten times the lines, the same peak (kept lines would add about 17 MiB);
     `benchmarks/check_memory.py` does the same at a million lines."""
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     write_stage_records(small, 5_000)

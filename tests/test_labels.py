@@ -12,13 +12,13 @@ from inspect_ai.log import read_eval_log, recompute_metrics
 
 from tests.support import OfflineLogs, write_lines
 from tracegrade import LabelsError, stage_diagnosis_scorer
-from tracegrade.labels import StaffLabels
 from tracegrade.scorers.outcome import error_kind
 
 
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
+        (None, "cannot read the labels file"),
         ([{"correct": True}], "line 1: no 'id' field"),
         ([{"id": "", "correct": True}], "'id' must be a non-empty string or an"),
         ([{"id": "a"}], "no 'correct' field for id \"a\""),
@@ -40,19 +40,14 @@ from tracegrade.scorers.outcome import error_kind
         ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
     ],
 )
-def test_a_bad_labels_file_is_refused_naming_the_line(
-    tmp_path: Path, lines: list[Any], message: str
+def test_a_bad_labels_file_is_refused_naming_the_line_when_the_scorer_is_built(
+    tmp_path: Path, lines: list[Any] | None, message: str
 ) -> None:
-    path = write_lines(tmp_path / "labels.jsonl", lines)
+    path = tmp_path / "labels.jsonl"
+    if lines is not None:
+        write_lines(path, lines)
     with pytest.raises(LabelsError, match=message):
-        StaffLabels.read(path)
-
-
-def test_a_missing_labels_file_is_refused_when_the_scorer_is_built(
-    tmp_path: Path,
-) -> None:
-    with pytest.raises(LabelsError, match="cannot read the labels file"):
-        stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
+        stage_diagnosis_scorer(labels=str(path))
 
 
 def test_the_labels_file_replaces_metadata_labels_and_is_needed_no_more(

@@ -1,6 +1,7 @@
 """`tracegrade labels export` and `labels apply LOG LABELS`: every label must
 name a run, else the log is left byte for byte; then the log is rescored and
-replaced whole."""
+replaced whole. In real runs, `eval-retry` finishes a failed run with the labels,
+metrics over every sample; `report` and `compare` count the retried eval once."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from typing import Any
 import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
-from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log, write_eval_log
 from inspect_ai.scorer import CORRECT, PARTIAL, Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
+from tests.commands import run_inspect, tracegrade_shell
 from tests.commands import run_tracegrade as tracegrade
-from tests.commands import tracegrade_shell
 from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import OfflineLogs, write_lines
 from tracegrade import outputs, stage_diagnosis_scorer
@@ -37,14 +38,12 @@ RUNS = {
 }
 
 
-# One eval per log format and epoch count, in this process: each test
-# labels its own copy.
+# One eval per log format and epoch count; each test labels its own copy.
 EVALUATED: dict[tuple[str, int], Path] = {}
 
 
 def run_log(tmp_path: Path, log_format: str = "eval", epochs: int = 1) -> Path:
-    """A real `inspect eval` log of RUNS, unlabelled (all answer-label), as
-    tmp_path/logs/ holding it alone."""
+    """A real `inspect eval` log of RUNS, unlabelled, alone in tmp_path/logs/."""
     if (log_format, epochs) not in EVALUATED:
         # The session's base directory, which pytest cleans as tmp_path's.
         shared = tmp_path.parent / f"labels-apply-{log_format}-{epochs}"
@@ -75,10 +74,6 @@ def stages(log: EvalLog, name: str) -> dict[tuple[Any, int], Any]:
         for s in log.samples
         if name in (s.scores or {})
     }
-
-
-def is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
 
 
 def test_labels_join_by_epoch_and_out_writes_a_new_log_in_the_logs_format(
@@ -118,7 +113,7 @@ def test_labels_join_by_epoch_and_out_writes_a_new_log_in_the_logs_format(
     labelled = read_eval_log(str(out))
     assert labelled.status == "success" and labelled.results is not None
     new = stages(labelled, "stage_diagnosis")
-    assert is_nan(new.pop(("other", 1))) and is_nan(new.pop(("other", 2)))
+    assert all(math.isnan(new.pop(("other", epoch))) for epoch in (1, 2))
     assert new == {
         ("full", 1): "pass",
         ("full", 2): "generation",
@@ -180,10 +175,8 @@ def unsure_judge() -> Scorer:
 def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     tmp_path: Path,
 ) -> None:
-    """Keys `gold_docs` and `retrieved`, a grader, "gap" errored (its label
-    accepted: the dataset names it), "spare" unlabelled, "empty" needing none:
-    the export prefills the grader's labels, the labelled score reads the
-    same keys, and the summary counts each run's outcome."""
+    """Own keys, a grader, "gap" errored, "spare" unlabelled, "empty" needing no
+    label: the export prefills, the apply reads the keys and counts each outcome."""
 
     @solver
     def fail_on_gap() -> Any:
@@ -349,9 +342,8 @@ WALKTHROUGH = (
 def test_the_walkthroughs_label_steps_run_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Steps 5 and 6 of docs/evaluate-your-own-model.md in one shell, its
-    placeholder filled in as the page says, with staff's labels set
-    between export and apply."""
+    """Steps 5 and 6 of docs/evaluate-your-own-model.md, its placeholder filled
+    in as the page says, staff's labels set between export and apply."""
     log = run_log(tmp_path)
     bash = re.findall(r"```bash\n(.*?)```", WALKTHROUGH, re.DOTALL)
     (export,) = [block for block in bash if "labels export" in block]
@@ -404,3 +396,110 @@ def test_the_walkthroughs_label_steps_run_as_written(
     assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]
     staff = builtins.eval(shares.split("#")[0], namespace)  # stage shares
     assert staff.to_dict() == pytest.approx({"pass": 2 / 3, "retrieval": 1 / 3})
+
+
+TASK_FILE = """\
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.tasks import replay
+
+RUNS = {
+    "gap-right": (["D1", "D2"], ["D1"]),
+    "full-right": (["D1"], ["D1"]),
+    "full-wrong": (["D1"], ["D1", "D2"]),
+    "gap-wrong": (["D2"], ["D1"]),
+}
+
+
+@solver
+def fail_once() -> Solver:
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        marker = Path("failed-once")  # "full-right" fails the first time only
+        if state.sample_id == "full-right" and not marker.exists():
+            marker.touch()
+            raise RuntimeError("the retriever timed out")
+        return state
+
+    return solve
+
+
+@task
+def runs(labels: str) -> Task:
+    return Task(
+        dataset=[
+            Sample(id=key, input="?", metadata={"required": gold, "context": got})
+            for key, (gold, got) in RUNS.items()
+        ],
+        solver=[fail_once(), replay()],
+        scorer=stage_diagnosis_scorer(labels=labels),
+    )
+"""
+
+# Each run's stage, and the staff's label.
+EXPECTED = {
+    "gap-right": ("retrieval", True),
+    "full-right": ("pass", True),
+    "full-wrong": ("generation", False),
+    "gap-wrong": ("retrieval", False),
+}
+OPTIONS = ["-T", "labels=labels.jsonl"]
+
+
+@pytest.mark.runs_long
+def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "runs.py").write_text(TASK_FILE)
+    write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": label} for key, (_, label) in EXPECTED.items()],
+    )
+    first = run_inspect("eval", "runs.py", *OPTIONS, "--log-dir", "logs", cwd=tmp_path)
+    assert first.returncode in (0, 1), first.stderr
+    (failed,) = [read_eval_log(i.name) for i in list_eval_logs(str(tmp_path / "logs"))]
+    assert failed.status == "error"
+
+    retried = run_inspect(
+        "eval-retry", failed.location, "--log-dir", "logs", cwd=tmp_path
+    )
+    assert retried.returncode == 0, retried.stderr
+    assert "Traceback" not in retried.stdout + retried.stderr
+    logs = [read_eval_log(i.name) for i in list_eval_logs(str(tmp_path / "logs"))]
+    log = max(logs, key=lambda found: found.eval.created)
+    assert log.status == "success", log.error
+    assert log.results is not None and log.samples is not None
+    assert log.results.completed_samples == 4
+    scores = [(s.id, (s.scores or {})["stage_diagnosis"]) for s in log.samples]
+    got = {key: (s.value, (s.metadata or {})["record"]["correct"]) for key, s in scores}
+    assert got == EXPECTED
+    read_from = {(s.metadata or {})["read_from"]["correct"] for _, s in scores}
+    assert read_from == {"labels file labels.jsonl"}
+    (result,) = log.results.scores
+    metrics = {name: metric.value for name, metric in result.metrics.items()}
+    stages = [stage for stage, _ in EXPECTED.values()]
+    for stage in ("retrieval", "generation", "pass", "unresolved"):
+        assert metrics[stage] == pytest.approx(stages.count(stage) / 4), stage
+    assert metrics["lucky_answers"] == 1
+
+    # The directory holds both logs of one eval: counted once, and it
+    # compares with a clean run of the same task.
+    reported = tracegrade("report", "logs", "--json", cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    read = json.loads(reported.stdout)
+    assert [summary["runs"] for summary in read["stage_diagnosis"]] == [4]
+    superseded = [s["path"] for s in read["superseded"]]
+    assert superseded == [failed.location.removeprefix("file://")]
+    text = tracegrade("report", "logs", cwd=tmp_path).stdout
+    assert "1 eval in 2 logs (1 log superseded by its retry, not counted)" in text
+    clean = run_inspect("eval", "runs.py", *OPTIONS, "--log-dir", "clean", cwd=tmp_path)
+    assert clean.returncode == 0, clean.stderr
+    compared = tracegrade("compare", "clean", "logs", "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    (pair,) = json.loads(compared.stdout)["pairs"]
+    assert pair["stage_diagnosis"][0]["pairs"] == 4
+    assert "NEW: 1 log superseded by its retry, not counted" in compared.stderr

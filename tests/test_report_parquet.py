@@ -36,11 +36,7 @@ def report_json(*args: str) -> dict[str, Any]:
 
 
 def figures(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
-    summaries: list[dict[str, Any]] = report[task]
-    return [
-        {key: value for key, value in summary.items() if key not in NAMING}
-        for summary in summaries
-    ]
+    return [{k: v for k, v in s.items() if k not in NAMING} for s in report[task]]
 
 
 @pytest.fixture(scope="module", params=TASKS)
