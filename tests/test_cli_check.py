@@ -28,8 +28,7 @@ def run_check(*args: str) -> Result:
 
 def check_json(*args: str) -> tuple[int, dict[str, Any]]:
     result = run_check(*args, "--json")
-    report: dict[str, Any] = json.loads(result.stdout)
-    return result.exit_code, report
+    return result.exit_code, dict(json.loads(result.stdout))
 
 
 def test_task_names_spelled_out_for_help_match_the_tasks() -> None:

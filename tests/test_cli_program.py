@@ -1,7 +1,6 @@
-"""The `tracegrade` program as a whole: what it runs, how it ends (a bug, a
-signal), its outputs' files (the usual mode, never over a file that appeared
-meanwhile, a claim whole under a signal); and `run_tracegrade` (in this
-interpreter) ends as a fresh interpreter does."""
+"""The `tracegrade` program: what it runs, how it ends (a bug, a signal), its
+outputs' files (the usual mode, never over a file that appeared meanwhile, a
+claim whole under a signal); `run_tracegrade` ends as a fresh interpreter does."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ NAMING = ("evals", "task", "model")
 def report_json(*args: str) -> dict[str, Any]:
     result = invoke(*args, "--json")
     assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.stdout)
-    return report
+    return dict(json.loads(result.stdout))
 
 
 def figures(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
@@ -239,10 +238,8 @@ def test_results_given_twice_are_one_eval_and_pool_with_others(tmp_path: Path) -
     ]
     assert apart.exit_code == 3, apart.output
     runs = json.loads(apart.stdout)["stage_diagnosis"]
-    assert [(s["runs"], s["stages"]["pass"]["count"]) for s in runs] == [
-        (60, 60),
-        (40, 0),
-    ]
+    passed = [(s["runs"], s["stages"]["pass"]["count"]) for s in runs]
+    assert passed == [(60, 60), (40, 0)]
     refused = invoke(a, str(tmp_path / "a" / "part-0.parquet"), "--pool")
     assert refused.exit_code == 1
     assert "both scored 60 sample ids" in refused.stderr
