@@ -247,9 +247,6 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     }
 
 
-# --- A log rewritten at the last moment ------------------------------------------
-
-
 def _all_labelled(tmp_path: Path) -> str:
     return write_lines(
         tmp_path / "labels.jsonl",

@@ -106,9 +106,6 @@ def test_parquet_results_report_every_figure_the_log_reports(
     assert beside["evals"][0]["logs"] == [scored["log"]]
 
 
-# --- bad input -----------------------------------------------------------------
-
-
 def one_line_usage_error(result: Result, *said: str) -> None:
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
@@ -181,9 +178,6 @@ def test_a_cell_no_result_holds_is_named_by_file_row_and_column(
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
 
     one_line_usage_error(invoke(str(file)), repr(str(file)), f"row {row}", said)
-
-
-# --- memory --------------------------------------------------------------------
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads VmHWM from /proc")

@@ -7,7 +7,7 @@ import json
 import math
 import shutil
 import zipfile
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -48,9 +48,7 @@ def ranked(counter: Counter[str], top: int = 10) -> list[tuple[str, int]]:
 
 
 def expected_stages() -> dict[str, Counter[Any]]:
-    n: dict[str, Counter[Any]] = {
-        k: Counter() for k in ("n", "errors", "missed", "req")
-    }
+    n: dict[str, Counter[Any]] = defaultdict(Counter)
     for case in STAGE_CASES:
         try:
             result = diagnose_stage(case.input)
@@ -72,8 +70,7 @@ def expected_stages() -> dict[str, Counter[Any]]:
 
 
 def expected_extraction() -> dict[str, Counter[Any]]:
-    keys = ("n", "errors", "dropped", "in_source", "invented")
-    n: dict[str, Counter[Any]] = {k: Counter() for k in keys}
+    n: dict[str, Counter[Any]] = defaultdict(Counter)
     for case in EXTRACTION_CASES:
         try:
             result = grade_extraction(case.input)
