@@ -23,11 +23,6 @@ from tracegrade.scorers.explain import show_id
 report, stage_parts = test_reporting.report, test_reporting.stage_parts
 
 
-@pytest.fixture(scope="session")
-def log_dir(offline_logs: OfflineLogs) -> Path:
-    return offline_logs.log_dir
-
-
 def invoke(*args: str, columns: int = 250) -> Result:
     """Wide enough by default that rich never wraps a table cell."""
     return CliRunner().invoke(main, ["report", *args], env={"COLUMNS": str(columns)})
@@ -35,10 +30,12 @@ def invoke(*args: str, columns: int = 250) -> Result:
 
 @pytest.mark.parametrize(("columns", "verbose"), [(250, True), (80, False)])
 def test_the_terminal_shows_every_table_within_its_width(
-    log_dir: Path, report: Report, columns: int, verbose: bool
+    offline_logs: OfflineLogs, report: Report, columns: int, verbose: bool
 ) -> None:
     """Rows name their eval by label, so the figures fit 80 columns."""
-    result = invoke(str(log_dir), *["--verbose"] * verbose, columns=columns)
+    result = invoke(
+        str(offline_logs.log_dir), *["--verbose"] * verbose, columns=columns
+    )
 
     assert result.exit_code == 0, result.output
     assert "95% Wilson score intervals" in result.stdout
@@ -63,8 +60,8 @@ def test_the_terminal_shows_every_table_within_its_width(
             assert note in result.stdout.splitlines()
 
 
-def test_top_limits_the_ids(log_dir: Path, report: Report) -> None:
-    text = invoke(str(log_dir), "--top", "3").stdout
+def test_top_limits_the_ids(offline_logs: OfflineLogs, report: Report) -> None:
+    text = invoke(str(offline_logs.log_dir), "--top", "3").stdout
     # Runs without steps: no table of where documents were lost.
     assert "Where missing documents were lost" not in text
     for kind in ("missing document", "dropped", "invented"):
@@ -84,10 +81,10 @@ def chart_data(page: str, chart: str) -> list[dict[str, Any]]:
 
 
 def test_json_is_the_report_and_html_one_self_contained_file_that_plots_it(
-    log_dir: Path, report: Report, tmp_path: Path
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
 ) -> None:
     out = tmp_path / "report.html"
-    result = invoke(str(log_dir), "--html", str(out), "--json")
+    result = invoke(str(offline_logs.log_dir), "--html", str(out), "--json")
 
     assert result.exit_code == 0, result.output
     assert result.stderr == f"HTML report written to {out}\n"
@@ -127,14 +124,14 @@ def test_json_is_the_report_and_html_one_self_contained_file_that_plots_it(
 
 
 def test_logs_under_a_linked_directory_are_read_once(
-    log_dir: Path, tmp_path: Path
+    offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
     """Links followed, a cycle or a second link read once."""
     root, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     root.mkdir()
-    elsewhere.symlink_to(log_dir)
+    elsewhere.symlink_to(offline_logs.log_dir)
     (root / "day2").symlink_to(Path("..", "elsewhere"))
-    (root / "again").symlink_to(log_dir)
+    (root / "again").symlink_to(offline_logs.log_dir)
     (root / "loop").symlink_to(Path(".."))
     (root / "loop-too").symlink_to(root)
 
