@@ -147,11 +147,6 @@ class InputWatch:
 
         wait_for(closed, self.process, f"the closing of {self.path.name}")
 
-    def assert_mid_input(self) -> None:
-        position = self.position()
-        if position is None or position >= self.size:
-            workload_too_small(f"{self.path.name} was read whole when frozen")
-
 
 @contextlib.contextmanager
 def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None]:

@@ -102,13 +102,12 @@ def test_a_mistake_is_one_line_before_anything_is_written(
     assert not list(work.parent.glob("*.partial"))
 
 
-@pytest.mark.parametrize("args", [SCORE, APPLY])
-def test_force_writes_through_a_link(work: Path, args: list[str]) -> None:
+def test_force_writes_through_a_link(work: Path) -> None:
     (work / "real").write_text("old\n")
     (work / "link").symlink_to("real")
-    done = run_tracegrade(*args, "--force", "--out", "link", cwd=work)
+    done = run_tracegrade(*APPLY, "--force", "--out", "link", cwd=work)
 
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode == 0, done.stderr
     assert (work / "link").is_symlink()
     assert (work / "real").read_bytes() != b"old\n"
 

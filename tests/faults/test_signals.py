@@ -82,7 +82,8 @@ def test_a_signal_leaves_nothing_under_a_final_name(
     if when == "loop":  # after a part of the input seeded by the test
         fraction = random.Random(request.node.nodeid).uniform(0.05, 0.6)
         with frozen(process, once=lambda: watch.wait_until_past(fraction)):
-            watch.assert_mid_input()
+            if watch.position() in (None, watch.size):  # closed, or at its end
+                workload_too_small(f"{path.name} was read whole when frozen")
             process.send_signal(signum)
     else:
         with frozen(process, once=watch.wait_until_closed):
