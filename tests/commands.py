@@ -1,5 +1,4 @@
-"""`inspect` and `tracegrade` as a user runs them: in this interpreter, or a
-fresh one for a signal, a limit, the standard streams or a peak of memory."""
+"""`inspect` and `tracegrade` as a user runs them, here or in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from click.testing import CliRunner
 from tests.support import SUBPROCESS_ENV, working_in
 
 Completed = subprocess.CompletedProcess[str]
-Env = Mapping[str, str]
+Env = Mapping[str, str] | None
 
 
 def _exit_code(program: str) -> int:
@@ -44,7 +43,7 @@ def _exit_code(program: str) -> int:
 
 
 @contextlib.contextmanager
-def _as_a_command(cwd: Path, env: Env | None) -> Iterator[CliRunner]:
+def _as_a_command(cwd: Path, env: Env) -> Iterator[CliRunner]:
     """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
@@ -59,7 +58,7 @@ def _as_a_command(cwd: Path, env: Env | None) -> Iterator[CliRunner]:
         outputs._outputs.clear()
 
 
-def run_tracegrade(*args: str, cwd: Path, env: Env | None = None) -> Completed:
+def run_tracegrade(*args: str, cwd: Path, env: Env = None) -> Completed:
     """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added."""
     from tracegrade.cli import main
 
@@ -74,7 +73,7 @@ def run_tracegrade(*args: str, cwd: Path, env: Env | None = None) -> Completed:
     )
 
 
-def run_inspect(*args: str, cwd: Path, env: Env | None = None) -> Completed:
+def run_inspect(*args: str, cwd: Path, env: Env = None) -> Completed:
     """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
     argv = [str(arg) for arg in args]
     with _as_a_command(cwd, env) as runner, runner.isolation() as (out, err, _):
@@ -94,15 +93,15 @@ def run_inspect(*args: str, cwd: Path, env: Env | None = None) -> Completed:
 
 
 class CommandProcess(subprocess.Popen[bytes]):
-    """A command in a fresh interpreter; what it prints goes to files (a pipe
-    nobody reads while the test holds the command frozen would fill)."""
+    """A command in a fresh interpreter, printing to files (a pipe would fill
+    while a test holds it frozen)."""
 
     def __init__(
         self,
         argv: Sequence[str],
         *,
         cwd: Path,
-        env: Mapping[str, str] | None = None,
+        env: Env = None,
         stdin: int = subprocess.DEVNULL,
         stdout: Path | None = None,
     ) -> None:
@@ -160,11 +159,10 @@ class StreamedCommand(NamedTuple):
     stderr: tuple[Path, str] | None = None
     soft_limits: Sequence[tuple[int, int]] = ()
     program: str = "tracegrade"
-    env: Mapping[str, str] | None = None
+    env: Env = None
 
 
-# Runs each command on its files, limits and environment; writes its exit
-# code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
+# Each command on its files, limits and env; writes its exit code and peak KiB.
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
@@ -209,7 +207,7 @@ class RanInOne(subprocess.CompletedProcess[str]):
 def commands_in_one_interpreter(
     commands: Sequence[StreamedCommand],
     folder: Path,
-    env: Mapping[str, str] | None = None,
+    env: Env = None,
 ) -> list[RanInOne]:
     """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
     cases = [command._asdict() for command in commands]
@@ -241,9 +239,8 @@ def peaks_in_one_interpreter(
     commands: Sequence[tuple[Sequence[str], Path]], folder: Path
 ) -> list[RanInOne]:
     """`tracegrade ARGS` in each directory, in turn in one interpreter."""
-    return commands_in_one_interpreter(
-        [StreamedCommand(args, cwd) for args, cwd in commands], folder
-    )
+    streamed = [StreamedCommand(args, cwd) for args, cwd in commands]
+    return commands_in_one_interpreter(streamed, folder)
 
 
 def inspect_in_one_fresh_process(

@@ -1,6 +1,4 @@
-"""Hypothesis's profiles (`deep` in CI's `properties` job), the long files
-first, collection's imports frozen out of the garbage collector's walks, and
-the packaged tasks' logs, evaluated once for every file that reads them."""
+"""Hypothesis's profiles, long files first, and the packaged tasks' logs."""
 
 from __future__ import annotations
 
@@ -31,20 +29,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture
 def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m parity`'s `inspect eval` in this interpreter, not one that
-    imports Inspect afresh per eval; `test_parity_logs` keeps one fresh run."""
+    """`python -m parity`'s `inspect eval` in this interpreter (faster)."""
     from tests.commands import Completed, run_inspect
 
     def in_process(args: Sequence[str], env: Mapping[str, str]) -> Completed:
-        # `env` is this one without INSPECT_*, as `run_inspect` runs.
         return run_inspect(*args, cwd=Path.cwd())
 
     monkeypatch.setattr("parity.logs.run_inspect", in_process)
 
 
 def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
-    """`inspect eval` of both packaged tasks on their packaged cases: the stage
-    log, then the extraction one. Read, never written."""
+    """The stage then extraction log of both packaged tasks; read, never written."""
     from inspect_ai import eval
 
     from tracegrade import ordered_extraction_recorded, stage_diagnosis

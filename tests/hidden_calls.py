@@ -1,6 +1,5 @@
-"""`python tests/hidden_calls.py windows|macos STEPS.json`: each step run with
-the Linux-only calls hidden, as on Windows or macOS; prints their results as
-one JSON list (test_platforms.py gives the steps)."""
+"""`python tests/hidden_calls.py windows|macos STEPS.json`: the steps run with
+the Linux-only calls hidden; prints their results as one JSON list."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ def hide(platform: str) -> None:
 
 
 def score_in_workers(platform: str) -> None:
-    """Workers from any size on, hiding the same calls (a `sitecustomize` on
-    their path), each saying so in `hidden-in-child`."""
+    """Workers at any size, hiding the same calls (a `sitecustomize`)."""
     from tracegrade.bulk import workers
 
     workers.PARALLEL_FROM = 0  # type: ignore[misc]

@@ -1,5 +1,4 @@
-"""Helpers shared by the tests: JSON Lines, a log split into parts, zip
-members as stored, and where conftest's packaged-task logs are."""
+"""Helpers shared by the tests: JSON Lines, part logs, zip members as stored."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from inspect_ai.log import read_eval_log, write_eval_log
 
 from tracegrade.bulk.evallog import DEFLATE_LEVEL
 
-# No INSPECT_* settings from the caller, and a console wide enough that
-# error messages are not wrapped mid-sentence.
+# No INSPECT_* settings, and a console wide enough not to wrap messages.
 SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
 SUBPROCESS_ENV["COLUMNS"] = "400"
 
@@ -38,8 +36,7 @@ def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:
 
 
 def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
-    """The log `source` as `count` part logs of one run, as `tracegrade score`
-    splits one: numbered in `eval.metadata["tracegrade_part"]`."""
+    """The log `source` as `count` part logs, as `tracegrade score` splits one."""
     log = read_eval_log(source)
     samples = log.samples or []
     size = -(-len(samples) // count)
@@ -56,8 +53,7 @@ def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
 
 
 def stored_member(path: Path, name: str) -> bytes:
-    """A zip member's bytes as stored (compressed): how a reader tells one
-    deflate implementation from another."""
+    """A zip member's compressed bytes, which tell deflate implementations apart."""
     with zipfile.ZipFile(path) as archive:
         info = archive.getinfo(name)
     with path.open("rb") as file:
@@ -69,8 +65,7 @@ def stored_member(path: Path, name: str) -> bytes:
 
 
 def deflated(data: bytes, library: Any = zlib) -> bytes:
-    """`data` as the raw deflate stream `library` (`zlib`, or ISA-L's
-    `isal_zlib`) writes into a zip member at the writer's level."""
+    """`data` deflated by `library` (`zlib` or `isal_zlib`) as the writer does."""
     stream = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
     return bytes(stream.compress(data) + stream.flush())
 

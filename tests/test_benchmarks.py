@@ -1,7 +1,5 @@
-"""Each benchmark runs end to end at a toy size and its own check of the
-answers passes (a speed between wrong answers means nothing); no timing is
-asserted. Runs that start `tracegrade` as processes are marked `benchmark`
-(`nox -s benchmarks`); `bulk_scoring.py` is in `test_benchmark_bulk.py`."""
+"""Each benchmark runs at a toy size and its own check of the answers passes;
+no timing is asserted. Process-starting runs are marked `benchmark`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Python evaluators against the original Node ones on generated records
-(IDs from all of Unicode, with near-copies): identical canonical JSON."""
+"""Python's evaluators against Node's originals on generated records (IDs from
+all of Unicode, with near-copies): identical canonical JSON."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.runs_long
 Record = dict[str, Any]
 T = TypeVar("T")
 
-# Records an example: Hypothesis's cost and a round trip to Node, once a batch.
+# Records an example: Hypothesis's cost and Node's round trip, once a batch.
 BATCH: Final = 10
 
 
@@ -50,9 +50,8 @@ SEARCH: Final = settings(
     max_examples=5_000, deadline=None, database=None, phases=[Phase.generate]
 )
 
-# Collisions worth having: case pairs, composed/decomposed and compatibility
-# forms, whitespace look-alikes, astral characters against U+E000 and above
-# (where UTF-16 and code-point order disagree), and lone surrogates.
+# Collisions: case, composed/decomposed/compatibility forms, whitespace
+# look-alikes, astral against U+E000+ (UTF-16 order differs), lone surrogates.
 # fmt: off
 TRICKY_IDS: Final = (
     "D1", "d1", "D2", "doc-7", "\u00e9", "e\u0301", "\u00c5", "A\u030a", "\u212b",
@@ -68,8 +67,7 @@ VARIANTS: Final[tuple[Callable[[str], str], ...]] = (
     *(lambda t: f" {t} ", lambda t: t + " ", lambda t: t + "\t"),
     *(lambda t: t + "\u00a0", lambda t: t + "\u200b"),
 )
-# `correct`: only JSON true and false are labels; anything else, absence
-# included, gives answer-label on both sides.
+# `correct`: only JSON true and false are labels; the rest give answer-label.
 ABSENT: Final = object()
 LABELS: Final = (True, False, ABSENT, None, 0, 1, "true", [], "false", 0.0, {})
 
@@ -119,8 +117,7 @@ def _with_note(draw: st.DrawFn, record: Record, pool: list[str]) -> Record:
 
 @st.composite
 def stage_records(draw: st.DrawFn, deviating: bool = False) -> Record:
-    """With `deviating`, one in ten has no `required` or a null one: the
-    deviation docs/parity.md documents."""
+    """With `deviating`, one in ten has no or a null `required` (docs/parity.md)."""
     pool = draw(id_pools)
     required, extras = _id_list(draw, pool), _id_list(draw, pool)[:3]
     shape = _pick(draw, ("complete", "overlap", "independent", "empty"))
@@ -217,8 +214,7 @@ def node(request: pytest.FixtureRequest) -> Iterator[NodeEvaluator]:
 @DIFFERENTIAL
 @given(data=st.data())
 def test_python_matches_the_original(node: NodeEvaluator, data: st.DataObject) -> None:
-    """Each record: Python's canonical JSON is byte for byte the original's
-    answer, or where it deviates, the documented answer and Node's throw."""
+    """Byte for byte the original's answer, or a documented deviation's."""
     evaluator: EvaluatorName = node.evaluator
     records = data.draw(batches(DIFFERENTIAL_RECORDS[evaluator]))
     answers = node.evaluate_many(records)
@@ -234,8 +230,6 @@ def test_python_matches_the_original(node: NodeEvaluator, data: st.DataObject) -
         assert answer.threw is None, record
         assert python == answer.result_json, record
 
-
-# --- Out of contract: the independent predicate and the core agree ---------
 
 scalars = st.none() | st.booleans() | st.integers()
 not_lists = scalars | st.floats(allow_nan=False, allow_infinity=False)
@@ -284,9 +278,6 @@ def test_python_refuses_just_the_out_of_contract(evaluator: EvaluatorName) -> No
     check()
 
 
-# --- The strategies reach every outcome and every kind of collision --------
-
-
 def _ids(record: Record) -> list[str]:
     ids = [item for value in record.values() if type(value) is list for item in value]
     return list(as_parsed(ids))
@@ -298,11 +289,7 @@ def _points(ids: list[str]) -> list[int]:
 
 def _near_copies(same: Callable[[str], str]) -> Callable[[list[str]], bool]:
     """Two different IDs that `same` maps to one."""
-
-    def found(ids: list[str]) -> bool:
-        return len({same(item) for item in set(ids)}) < len(set(ids))
-
-    return found
+    return lambda ids: len({same(item) for item in set(ids)}) < len(set(ids))
 
 
 ID_FEATURES: Final[dict[str, Callable[[list[str]], bool]]] = {
@@ -337,9 +324,8 @@ def test_the_records_reach(evaluator: EvaluatorName, wanted: str) -> None:
 
 
 def test_sorted_missing_ids_reach_the_utf16_order_case() -> None:
-    """The one place the rules sort: a `missing` list whose JavaScript order
-    is not Python's. Rare (two astral or high IDs both missing): seeded, so
-    every run finds it alike."""
+    """The one place the rules sort, where JavaScript's order is not Python's;
+    rare, so seeded."""
 
     def sorted_differently(records: list[Record]) -> bool:
         missing = [diagnose_stage(as_parsed(r)).get("missing", []) for r in records]

@@ -11,8 +11,7 @@ import pytest
 
 from parity.node import PARITY_DIR, original_script
 
-# Each document's SHA-256 as the project was given it (the seeds folder
-# beside the repository, which a clone does not have).
+# Each document's SHA-256 as the project was given it.
 DOCUMENTS = {
     "stage_diagnosis": (
         "000_dfd11cef632e8d90.txt",
@@ -46,8 +45,7 @@ def test_node_runs_the_documents_own_script_and_it_passes(evaluator: str) -> Non
     loader = json.dumps((PARITY_DIR / "load-original.mjs").as_uri())
     load = ["node", "--input-type=module", "-e", LOADED % loader, str(script)]
     loaded = json.loads(subprocess.run(load, capture_output=True, check=True).stdout)
-    # The script plus one export line; Function.prototype.toString gives
-    # evaluate's exact source text.
+    # The script plus one export line; toString() gives evaluate's source.
     assert loaded["ran"] == script.read_text("utf-8") + "\nexport { evaluate };\n"
     assert loaded["source"].startswith("function evaluate(x){\n")
     assert loaded["source"] in document.decode("utf-8")

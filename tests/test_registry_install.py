@@ -1,7 +1,5 @@
-"""`tracegrade/...` names resolve from a real install (pip's wheel of a copy
-of the sources, not editable, in a fresh venv), outside the source tree. The
-venv links only the distributions the declared requirements need, so an
-undeclared import still fails; `pip check` proves the versions fit."""
+"""`tracegrade/...` names resolve from a wheel installed in a fresh venv that
+links only the declared requirements (`pip check` proves the versions fit)."""
 
 from __future__ import annotations
 
@@ -42,9 +40,8 @@ def run(cwd: Path, *command: str | Path) -> subprocess.CompletedProcess[str]:
 def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """This environment's pip (sparing ensurepip's 2-4 s), else the venv's."""
     python = venv / "bin" / "python"
-    if HAS_PIP:
-        return run(venv, sys.executable, "-m", "pip", "--python", python, *args)
-    return run(venv, python, "-m", "pip", *args)
+    ours = (sys.executable, "-m", "pip", "--python", python)
+    return run(venv, *(ours if HAS_PIP else (python, "-m", "pip")), *args)
 
 
 def link_dependencies(venv: Path) -> None:
@@ -69,9 +66,8 @@ def link_dependencies(venv: Path) -> None:
                     (site / top).symlink_to(Path(str(found[0].locate_file(top))))
 
 
-# Run by the venv's interpreter: each `inspect` command in turn, as `python -m
-# inspect_ai` runs it; then, as the last line, the exit codes, and where
-# tracegrade and Inspect's entry point are found.
+# Each `inspect` command in the venv, as `python -m inspect_ai`; last line: the
+# exit codes and where tracegrade and its entry point are found.
 VENV_COMMANDS = """
 import importlib.util, json, runpy, sys
 from importlib.metadata import entry_points
@@ -98,9 +94,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO / "src", source / "src", ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, source / name)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    if not HAS_PIP:
-        run(root, venv / "bin" / "python", "-m", "ensurepip").check_returncode()
+    without_pip = ["--without-pip"] if HAS_PIP else []
+    subprocess.run([sys.executable, "-m", "venv", *without_pip, venv], check=True)
     done = pip(venv, "install", "--quiet", "--no-deps", "--no-compile", str(source))
     assert done.returncode == 0, done.stderr
     link_dependencies(venv)
@@ -110,9 +105,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_installed_copy_is_found(venv: Path, tmp_path: Path) -> None:
-    """`inspect score` of a stage log (first: Inspect finds the scorer through
-    the entry point before anything imported tracegrade), then `inspect eval`
-    of both tasks, in one interpreter of the venv, find the venv's copy."""
+    """`inspect score` (first: the scorer found through the entry point alone),
+    then `inspect eval` of both tasks, in the venv, find the venv's copy."""
     from inspect_ai import eval
 
     from tracegrade import stage_diagnosis

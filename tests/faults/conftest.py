@@ -1,5 +1,4 @@
-"""Fault tests' inputs and checks; a signal lands at a marker seen from /proc
-while the process is frozen, never after a guessed delay."""
+"""Fault tests' inputs and checks; a signal lands at a marker seen in /proc."""
 
 from __future__ import annotations
 
@@ -70,9 +69,8 @@ SCORED_RECORDS = 400  # reading, scoring and writing the log each last a while
 
 @pytest.fixture(scope="session")
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`runs.jsonl`, its log `log.eval` and a copy in each of `base/` and
-    `new/`, staff labels of every run, and `even.jsonl` and `odd.jsonl`
-    labelling the even and the odd runs."""
+    """`runs.jsonl`, its log `log.eval` (copied to `base/` and `new/`), and
+    labels: `staff.jsonl` of every run, `even.jsonl` and `odd.jsonl`."""
     folder = tmp_path_factory.mktemp("scored")
     write_stage_records(folder / "runs.jsonl", SCORED_RECORDS)
     args = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
@@ -149,11 +147,6 @@ class InputWatch:
 
         wait_for(closed, self.process, f"the closing of {self.path.name}")
 
-    def assert_mid_input(self) -> None:
-        position = self.position()
-        if position is None or position >= self.size:
-            workload_too_small(f"{self.path.name} was read whole when frozen")
-
 
 @contextlib.contextmanager
 def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None]:
@@ -184,9 +177,3 @@ def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(directory: Path) -> None:
-    """Take all of the (small) file system under `directory`."""
-    with pytest.raises(OSError, match="No space left"):
-        (directory / "filler").write_bytes(bytes(2**24))

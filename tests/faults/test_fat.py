@@ -1,6 +1,5 @@
-"""FAT through FUSE (a real image under `fusefat`), as on USB sticks: no hard
-links and no modes. Each command's outputs are written there as anywhere, and
-a name taken while a command runs is never replaced without --force."""
+"""FAT through FUSE (no links, no modes): each command's outputs are written
+there, and a name taken meanwhile is never replaced without --force."""
 
 from __future__ import annotations
 
@@ -60,12 +59,10 @@ def folder(fat: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
 
 
 def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
-    """Results, labels, a labelled log and a report. The logs are written
-    elsewhere and a `.json` one copied: `fusefat` can neither read a file
-    removed while open (the logs' spools) nor extend one after a write went
-    back into it (every zip writer). `labels apply` in place moves the log
-    aside and checks its time and size, which fusefat changes on a rename,
-    so it writes to --out."""
+    """Results, labels, a labelled log and a report. Logs are written elsewhere
+    (fusefat can't read a file removed while open, nor extend one after a write
+    went back into it) and `labels apply` writes to --out (fusefat changes a
+    file's time on a rename)."""
 
     def ok(*args: str) -> None:
         done = run_tracegrade(*args, cwd=tmp_path)
@@ -92,9 +89,8 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
 
 
 def test_a_name_taken_at_the_last_moment_is_never_replaced(folder: Path) -> None:
-    """Another program creates the output's name just as `publish` claims
-    it, `RACES` times: exactly one of the two gets it, and the other's file
-    is never replaced (a check then a rename lost 5 to 14 races in 600)."""
+    """Another program creates the name as `publish` claims it: exactly one
+    gets it (a check then a rename lost 5 to 14 races in 600)."""
     go = threading.Barrier(2)
     theirs: list[bool] = []
     final, temporary = folder / "out", folder / "out.partial"

@@ -1,7 +1,5 @@
-"""One classifier, one verdict: `tracegrade check`, `tracegrade score` and
-`inspect eval -T dataset=` give each hostile line the same verdict (skipped
-as blank, refused with the same kind naming the line, or scored with the
-same reason); none crashes a reader."""
+"""`check`, `score` and `inspect eval -T dataset=` give each hostile line the
+same verdict (blank, refused with the same kind, or scored with the same reason)."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-# (name, line, verdict): verdict is "blank", a line-error kind, or the
-# score's reason ("" for a clean score). A case line's input is at depth 2.
+# (name, line, verdict: "blank", a line-error kind, or the score's reason).
 HOSTILE = [
     ("clean", case("clean", OK), ""),
     ("overflow-label", case("a", OK.replace("true", "1e400")), NOT_A_CASE),
@@ -87,12 +84,10 @@ def test_check_score_and_the_dataset_reader_agree(tmp_path: Path) -> None:
     entries = map(json.loads, results)
     verdicts = {e["line"]: (e["error"] or {}).get("kind", "") for e in entries}
     assert verdicts == expected
-    # Every line accounted for: one result per non-blank line.
     assert summary["lines"] == len(HOSTILE) + 1
     assert summary["records"] + summary["blank"] == summary["lines"]
 
-    # `inspect eval`'s reader: a refused line alone is a DatasetError of the
-    # same kind naming line 1; the others together, samples of the same reasons.
+    # `inspect eval`'s reader: a refused line alone is a DatasetError of its kind.
     refusals = (MALFORMED, NOT_A_CASE)
     for name, line, verdict in HOSTILE:
         if verdict in refusals:

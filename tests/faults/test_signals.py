@@ -1,7 +1,5 @@
-"""Real signals mid-run leave nothing half-written: `score` removes what it
-began and says so in one line, SIGKILL leaves only `.partial` names, `check`'s
-id database leaves no file, `labels apply` ends with its log unchanged, two
-applies take turns, and a signal after an output was written says so."""
+"""Real signals mid-run leave nothing half-written and say so in one line; two
+`labels apply` take turns."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from tests.commands import CommandProcess, start_tracegrade
+from tests.commands import start_tracegrade
 from tests.faults.conftest import (
     FINAL_SUFFIXES,
     SCORED_RECORDS,
@@ -32,11 +30,9 @@ from tests.faults.conftest import (
 
 pytestmark = pytest.mark.runs_long
 
-# Each phase a marker stands for must outlast a freeze (else `workload_too_small`);
-# `score` reads at half the speed of `check`.
+# Each phase must outlast a freeze; `score` reads at half `check`'s speed.
 SIGNAL_RECORDS = 6_000
-# `score`'s output in `.eval` parts, so that several are open when the signal
-# comes (all of them while the logs are finished).
+# Several `.eval` parts, all open while the logs are finished.
 EVAL_PARTS = ("--log-format", "eval", "--max-samples-per-log", "750")
 
 
@@ -49,24 +45,13 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"score": folder / "score.jsonl", "check": folder / "check.jsonl"}
 
 
-def signal_mid_input(
-    process: CommandProcess, path: Path, signum: int, seed: str
-) -> None:
-    """`signum` once `process` has read a part of `path` seeded by the test."""
-    watch = InputWatch(process, path)
-    fraction = random.Random(seed).uniform(0.05, 0.6)
-    with frozen(process, once=lambda: watch.wait_until_past(fraction)):
-        watch.assert_mid_input()
-        process.send_signal(signum)
-
-
 APPLY = ("labels", "apply", "log.eval")
 OPTIONS = {
     "score": ("--log-dir", "logs", "--out", "results.jsonl", *EVAL_PARTS),
     "check": (),
 }
-# "COMMAND SIGNAL WHERE": how the one line begins after "tracegrade COMMAND: ",
-# and how it ends for each command; None for SIGKILL, which leaves no line.
+# "COMMAND SIGNAL WHERE": the line's start after "tracegrade COMMAND: " (SIGKILL:
+# no line), and its end per command.
 SIGNALLED = {
     "score SIGINT loop": "interrupted (SIGINT)",
     "score SIGTERM finishing": "stopped by SIGTERM",
@@ -80,9 +65,8 @@ ENDS = {"score": "no log or results were written", "check": "the check is incomp
 def test_a_signal_leaves_nothing_under_a_final_name(
     tmp_path: Path, records: dict[str, Path], case: str, request: pytest.FixtureRequest
 ) -> None:
-    """In the line loop, or while finishing the logs (every part open), a
-    caught signal removes all it began (`check`'s temporary id database too)
-    and says so in one line; SIGKILL leaves only `.partial` names."""
+    """In the line loop or finishing the logs, a caught signal removes all it
+    began (`check`'s id database too), in one line; SIGKILL leaves `.partial`s."""
     command, signame, when = case.split()
     signum, said = signal.Signals[signame], SIGNALLED[case]
     path = records[command]
@@ -94,10 +78,15 @@ def test_a_signal_leaves_nothing_under_a_final_name(
         cwd=tmp_path,
         env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
-    if when == "loop":
-        signal_mid_input(process, path, signum, request.node.nodeid)
+    watch = InputWatch(process, path)
+    if when == "loop":  # after a part of the input seeded by the test
+        fraction = random.Random(request.node.nodeid).uniform(0.05, 0.6)
+        with frozen(process, once=lambda: watch.wait_until_past(fraction)):
+            if watch.position() in (None, watch.size):  # closed, or at its end
+                workload_too_small(f"{path.name} was read whole when frozen")
+            process.send_signal(signum)
     else:
-        with frozen(process, once=InputWatch(process, path).wait_until_closed):
+        with frozen(process, once=watch.wait_until_closed):
             begun = set(snapshot(tmp_path)) - set(before)
             if any(name.endswith(FINAL_SUFFIXES) for name in begun):
                 workload_too_small(f"the run had finished when frozen ({begun})")
@@ -120,8 +109,7 @@ def test_a_signal_leaves_nothing_under_a_final_name(
 
 
 def writing_a_log(folder: Path) -> Callable[[], bool]:
-    """Whether `labels apply` has begun its new log under a `.partial` name
-    (by then it holds its lock)."""
+    """Whether `labels apply` has begun its `.partial` log (holding its lock)."""
     return lambda: any(path.stat().st_size for path in folder.glob("*.partial"))
 
 
@@ -167,8 +155,7 @@ def test_two_applies_take_turns(tmp_path: Path, scored: Path) -> None:
 
 
 def test_a_late_signal_says_so(tmp_path: Path, scored: Path) -> None:
-    """SIGTERM the moment `report --html` has put its page under its name:
-    the page stays, whole, and the line says it was written."""
+    """SIGTERM once `report --html` has put its page under its name: it stays."""
     html = tmp_path / "report.html"
     process = start_tracegrade(
         *("report", str(scored / "log.eval"), "--html", "report.html"),
