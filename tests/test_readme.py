@@ -55,6 +55,31 @@ def test_the_paths_and_links_of_a_page_exist(page: Path) -> None:
             assert anchor in slugs, link
 
 
+def test_the_ci_script_runs_the_readmes_test_command() -> None:
+    script = (ROOT / ".ci" / "run").read_text("utf-8")
+    steps = [line.replace(" --quiet", "") for line in script.splitlines()]
+    steps = [line for line in steps if line and line[0] != "#"]
+    assert steps[0] == "set -euo pipefail" and steps[1].startswith("cd ")
+    assert " && ".join(steps[2:]) == "python3 -m pip install nox && nox"
+    assert "python3 -m pip install nox && nox" in README
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_placeholders_in_commands_are_refused_by_the_shell() -> None:
+    """A line pasted before its `<placeholder>` is filled in fails at once:
+    `OPENAI_API_KEY=sk-...` set a key that hung `inspect eval`."""
+    blocks = [b for text in TEXT.values() for b in re.findall(BASH, text, re.DOTALL)]
+    lines = [line for block in blocks for line in block.splitlines()]
+    placeholders = [line for line in lines if re.search(r"<[\w-]+>", line)]
+    assert len(placeholders) >= 4
+    assert {line for line in lines if "_API_KEY=" in line} <= set(placeholders)
+    for line in placeholders:
+        checked = subprocess.run(
+            ["bash", "-n", "-c", line], capture_output=True, text=True
+        )
+        assert checked.returncode == 2 and "syntax error" in checked.stderr, line
+
+
 COMMANDS = ["check", "score", "report", "compare", "labels export", "labels apply"]
 COMMANDS += ["import trec", "import ragas", "import openinference"]
 
