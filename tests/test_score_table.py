@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
+import subprocess
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -16,14 +17,11 @@ from hypothesis import strategies as st
 
 from tests.test_differential import extraction_records, stage_records
 from tracegrade import ScoreTableError, diagnose_stage, grade_extraction, score_table
-from tracegrade.core import InvalidRecord
 from tracegrade.core.itemise import dropped_ids, invented_ids
 from tracegrade.core.recall import stage_precision, stage_recall
 from tracegrade.core.steps import lost_documents, read_steps
 from tracegrade.table import record_schema, records_table, result_schema
 from tracegrade.tasks.recorded import extraction_input_score, stage_input_score
-
-ROOT = Path(__file__).resolve().parents[1]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 STEP_NAMES = ["retriever", "reranker", "filter", "context", ""]
@@ -55,9 +53,8 @@ def stage_rows(draw: st.DrawFn) -> dict[str, Any]:
     correct = record.get("correct")
     steps: list[dict[str, Any]] | None = None
     if draw(st.booleans()):
-        names = draw(
-            st.lists(st.sampled_from(STEP_NAMES), min_size=0, max_size=3)
-        )  # repeats, "context" and "" are refused
+        # Repeats, "context" and "" are refused.
+        names = draw(st.lists(st.sampled_from(STEP_NAMES), max_size=3))
         steps = [
             {
                 "name": maybe_null(draw, name),
@@ -173,14 +170,6 @@ def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
         assert row["dropped"] == dropped_ids(record["source"], record["answer"])
         assert row["invented"] == invented_ids(record["source"], record["answer"])
     return row
-
-
-def _refusal(evaluate: Any, record: dict[str, Any]) -> str | None:
-    try:
-        evaluate(record)
-    except InvalidRecord as invalid:
-        return invalid.field
-    return None
 
 
 @settings(max_examples=60)
@@ -300,10 +289,6 @@ def test_key_arguments_name_other_columns() -> None:
         ),
         (lambda table: score_table(table.to_pylist()), "table must be a pyarrow"),
         (
-            lambda table: score_table(table, "ordered_extraction"),
-            'no column "source" (source_key)',
-        ),
-        (
             lambda table: score_table(table.set_column(0, "id", pa.array([[1]] * 3))),
             'the id column "id" is list<item',
         ),
@@ -331,18 +316,11 @@ def test_a_call_no_row_can_be_scored_by_is_refused_naming_what(
 
 def test_a_column_of_the_wrong_type_is_an_error_row_for_each_row() -> None:
     """A whole column of integers is what a record of integer IDs is: each
-    row names the field, and the batch is scored."""
-    table = pa.table(
-        {"required": [[1], [2]], "context": [["D1"], ["D2"]], "correct": [True, False]}
-    )
+    row names the field, and the batch is scored. Number ids become text."""
+    columns = {"id": [7, 8], "required": [[1], [2]], "context": [["D1"], ["D2"]]}
+    table = pa.table({**columns, "correct": [True, False]})
     rows = score_table(table).to_pylist()
     assert [row["error_field"] for row in rows] == ["required[0]", "required[0]"]
-    assert [row["id"] for row in rows] == [None, None]
-
-
-def test_ids_that_are_numbers_are_carried_over_as_text() -> None:
-    table = pa.table({"id": [7, 8], "source": [["A"], ["B"]], "answer": [["A"], []]})
-    rows = score_table(table, "ordered_extraction").to_pylist()
     assert [row["id"] for row in rows] == ["7", "8"]
 
 
@@ -353,23 +331,16 @@ def test_a_lone_surrogate_read_from_output_text_is_its_escape() -> None:
         {"source": [["A"], ["B"]], "output": ['ANSWER: ["\\ud83d"]', 'ANSWER: ["B"]']}
     )
     rows = score_table(table, "ordered_extraction").to_pylist()
+    assert [row["id"] for row in rows] == [None, None]  # no id column
     assert rows[0]["invented"] == ["\\ud83d"]
     assert rows[0]["dropped"] == ["A"]
     assert rows[1]["order"] is True
 
 
 def test_importing_tracegrade_does_not_import_pyarrow() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, tracegrade; tracegrade.score_table; "
-        "print('pyarrow' in sys.modules)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "False"
+    code = "import sys, tracegrade; tracegrade.score_table; print(*sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "pyarrow" not in done.stdout.split(), done.stderr
 
 
 def test_a_steps_inputs_survive_the_record_table() -> None:
