@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.test_differential import extraction_records, stage_records
@@ -25,6 +25,7 @@ from tracegrade.tasks.recorded import extraction_input_score, stage_input_score
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 STEP_NAMES = ["retriever", "reranker", "filter", "context", ""]
+NO_STEP = {"required": [], "context": [], "correct": None, "steps": []}  # refused
 
 
 def arrow_text(text: str) -> str:
@@ -116,10 +117,7 @@ def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
     score = stage_input_score(record)
     metadata = score.metadata or {}
     result = metadata["result"]
-    row: dict[str, Any] = {
-        "stage": result.get("stage") if result else None,
-        "missing": result.get("missing") if result else None,
-    }
+    row = {key: (result or {}).get(key) for key in ("stage", "missing")}
     if steps:
         row["lost"] = metadata.get("lost")
     row["recall"] = metadata["recall"]
@@ -174,6 +172,7 @@ def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
 
 @settings(max_examples=60)
 @given(rows=st.lists(stage_rows(), min_size=1, max_size=30), steps=st.booleans())
+@example(rows=[NO_STEP], steps=True)
 def test_each_stage_row_is_what_tracegrade_score_makes_of_it(
     rows: list[dict[str, Any]], steps: bool
 ) -> None:
