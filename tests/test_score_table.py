@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -269,40 +270,29 @@ def test_key_arguments_name_other_columns() -> None:
     assert (row["stage"], row["missing"], row["recall"]) == ("retrieval", ["D1"], 0.5)
 
 
+def stage_table_of(fields: dict[str, Any]) -> pa.Table:
+    return records_table([{"id": "a", "input": fields}], "stage_diagnosis")
+
+
+def list_ids(table: pa.Table) -> pa.Table:
+    return score_table(table.set_column(0, "id", pa.array([[1]] * table.num_rows)))
+
+
 @pytest.mark.parametrize(
     ("call", "said"),
     [
-        (lambda table: score_table(table, "stage"), "task must be stage_diagnosis"),
+        (partial(score_table, task="stage"), "task must be stage_diagnosis"),
+        (partial(score_table, requried_key="g"), 'no key argument requried_key="g"'),
+        (partial(score_table, correct_key=""), "correct_key must be"),
         (
-            lambda table: score_table(table, requried_key="gold"),
-            'no key argument requried_key="gold"',
-        ),
-        (lambda table: score_table(table, correct_key=""), "correct_key must be"),
-        (
-            lambda table: score_table(table, context_key="required"),
+            partial(score_table, context_key="required"),
             "context_key and required_key both name",
         ),
-        (
-            lambda table: score_table(table, required_key="gold"),
-            'no column "gold" (required_key)',
-        ),
+        (partial(score_table, required_key="gold"), 'no column "gold" (required_key)'),
         (lambda table: score_table(table.to_pylist()), "table must be a pyarrow"),
-        (
-            lambda table: score_table(table.set_column(0, "id", pa.array([[1]] * 3))),
-            'the id column "id" is list<item',
-        ),
-        (
-            lambda _: records_table(
-                [{"id": "a", "input": {"note": "x"}}], "stage_diagnosis"
-            ),
-            'has a field "note"',
-        ),
-        (
-            lambda _: records_table(
-                [{"id": "a", "input": {"correct": "yes"}}], "stage_diagnosis"
-            ),
-            'field "correct" of some record',
-        ),
+        (list_ids, 'the id column "id" is list<item'),
+        (lambda _: stage_table_of({"note": "x"}), 'has a field "note"'),
+        (lambda _: stage_table_of({"correct": "no"}), 'field "correct" of some record'),
     ],
 )
 def test_a_call_no_row_can_be_scored_by_is_refused_naming_what(
