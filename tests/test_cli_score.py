@@ -99,16 +99,14 @@ def extended_fixture(tmp_path: Path, task: str) -> str:
         ]
     else:
         source = ["C-3", "A-1", "B-2"]
+        answered = {"source": source, "output": ANSWERED}
         extra = [
             {"id": "运行-1", "input": {"source": ["é", "e"], "answer": ["e", "é"]}},
             {"id": "Zz-context", "input": {"source": [], "answer": [], "context": []}},
             # Recorded outputs, read from their text as a live output is.
-            {"id": "output-read", "input": {"source": source, "output": ANSWERED}},
+            {"id": "output-read", "input": answered},
             {"id": "output-echo", "input": {"source": source, "output": ECHOED}},
-            {
-                "id": "output-and-answer",
-                "input": {"source": source, "answer": source, "output": ANSWERED},
-            },
+            {"id": "output-and-answer", "input": {**answered, "answer": source}},
             {"id": "output-no-text", "input": {"source": source, "output": source}},
         ]
     return write_lines(tmp_path / f"{task}.jsonl", [*lines, *extra])
