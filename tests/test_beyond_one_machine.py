@@ -1,9 +1,5 @@
-"""docs/beyond-one-machine.md, its blocks run as written from a clone's
-root, offline: the example table, the Ray recipe on a Ray of its own
-(its `ray.init()`), and the commands that score and report.
-
-Its time is the benchmarked cost of Ray (benchmarks/ray_cost.py).
-"""
+"""docs/beyond-one-machine.md's blocks run as written, offline, the Ray recipe
+on a Ray of its own (its cost: benchmarks/ray_cost.py)."""
 
 from __future__ import annotations
 

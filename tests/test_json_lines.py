@@ -1,10 +1,5 @@
-"""One reader of JSON Lines objects: every file of them is refused alike.
-
-Fixture datasets, labels files and the JSON Lines importers read their
-lines through `tracegrade.lines.json_objects`, so a broken line is one
-`LineError` naming the file, the line and, where one is at fault, the
-field, whichever of them reads it.
-"""
+"""Datasets, labels and the JSON Lines importers refuse a broken line alike:
+one `LineError` naming the file, the line and, where one is at fault, the field."""
 
 from __future__ import annotations
 

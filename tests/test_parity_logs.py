@@ -1,10 +1,5 @@
-"""Parity through real eval logs: `inspect eval` output held to Node's answers.
-
-The core agreeing with Node proves the rules; these tests prove that what a
-user reads back from a log written by `inspect eval` is the same answer, so
-nothing on the Inspect path (datasets, replay, store, scorer, log writer)
-changes a result.
-"""
+"""Parity through real eval logs: what a user reads back from an `inspect eval`
+log is Node's answer, so nothing on the Inspect path changes a result."""
 
 from __future__ import annotations
 
@@ -47,13 +42,8 @@ def test_a_logged_result_that_differs_from_node_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "one.jsonl"
-    path.write_text(
-        json.dumps(
-            {"id": "sorted", "input": {"source": ["C", "A"], "answer": ["A", "C"]}}
-        )
-        + "\n",
-        "utf-8",
-    )
+    record = {"id": "sorted", "input": {"source": ["C", "A"], "answer": ["A", "C"]}}
+    path.write_text(json.dumps(record) + "\n", "utf-8")
     fixture = FixtureFile("ordered_extraction", path)
 
     def tampered(evaluator: str, dataset: Path, log_dir: Path) -> list[EvalSample]:
@@ -62,15 +52,8 @@ def test_a_logged_result_that_differs_from_node_fails(
             value={"membership": True, "order": False},
             metadata={"result": {"membership": True, "order": 0}, "error": None},
         )
-        return [
-            EvalSample(
-                id="sorted",
-                epoch=1,
-                input="",
-                target="",
-                scores={"ordered_extraction": score},
-            )
-        ]
+        scores = {"ordered_extraction": score}
+        return [EvalSample(id="sorted", epoch=1, input="", target="", scores=scores)]
 
     monkeypatch.setattr("parity.logs.run_task", tampered)
     reports = compare_files([fixture], LogSource([fixture]))
@@ -89,14 +72,9 @@ def test_an_eval_that_cannot_start_is_an_error_not_a_pass(tmp_path: Path) -> Non
 
 
 def test_inspect_log_writer_loses_lone_surrogates(tmp_path: Path) -> None:
-    """A known limit of Inspect's log writer, listed in parity/DEVIATIONS.md.
-
-    Inspect writes a lone surrogate as the six characters `\\ud800`
-    (`backslashreplace`), so such an ID cannot survive a log; the core's own
-    answer is exact. If this starts failing, Inspect fixed it: update the
-    table. Its eval runs in a fresh interpreter, as `python -m parity`
-    runs them (the other tests here run theirs in-process).
-    """
+    """Inspect's log writer writes a lone surrogate as `\\ud800`: listed in
+    parity/DEVIATIONS.md (if this fails, Inspect fixed it). Its eval runs in a
+    fresh interpreter, as `python -m parity` runs them."""
     path = tmp_path / "lone.jsonl"
     path.write_text(json.dumps(LONE_SURROGATE_CASE) + "\n", "utf-8")
     fixture = FixtureFile("stage_diagnosis", path)
@@ -114,11 +92,8 @@ def test_inspect_log_writer_loses_lone_surrogates(tmp_path: Path) -> None:
 def test_one_file_given_for_both_evaluators_has_no_false_difference(
     tmp_path: Path,
 ) -> None:
-    """Each evaluator's log answers for its own run of a shared file.
-
-    The record holds both evaluators' fields; the stage run and the
-    extraction run of it give different results for the same sample id.
-    """
+    """Each evaluator's log answers for its own run of a record holding both
+    evaluators' fields: different results for the same sample id."""
     path = tmp_path / "both.jsonl"
     record = {
         "required": ["D1"],

@@ -3,6 +3,7 @@ its JSON Lines results, `import --output-format parquet` its records."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,7 @@ from tracegrade.bulk.run import results_file_schema
 from tracegrade.cli import main
 from tracegrade.table import records_table
 
-BAD_LINES = [
-    "{not json",
-    json.dumps({"id": "x"}),
-    json.dumps({"id": "run-0", "input": {}}),
-]
+BAD_LINES = ["{not json", '{"id": "x"}', '{"id": "run-0", "input": {}}']
 
 
 def write_records(path: Path, records: list[dict[str, Any]]) -> None:
@@ -54,11 +51,10 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
     assert [row["line"] for row in rows] == [entry["line"] for entry in entries]
     assert [row["id"] for row in rows] == [entry["id"] for entry in entries]
     figure = "stage" if task == "stage_diagnosis" else "membership"
+    keys = ("kind", "side", "field", "message")
     for row, entry in zip(rows, entries, strict=True):
         error = entry["error"] or {}
-        assert [
-            row[f"error_{key}"] for key in ("kind", "side", "field", "message")
-        ] == [error.get(key) for key in ("kind", "side", "field", "message")]
+        assert [row[f"error_{key}"] for key in keys] == [error.get(k) for k in keys]
         graded = (entry["result"] if figure == "stage" else entry["value"]) or {}
         assert row[figure] == graded.get(figure)
     # The records' rows are score_table's rows of the same records.
@@ -74,6 +70,7 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
 
 
 TREC = ["import", "trec", "--qrels", "qrels", "--run", "run", "--k", "1"]
+TO_PARQUET = ["--output", "r.parquet", "--output-format", "parquet"]
 
 
 @pytest.mark.parametrize(
@@ -83,11 +80,21 @@ TREC = ["import", "trec", "--qrels", "qrels", "--run", "run", "--k", "1"]
         (["--out", "-", "--results-format", "parquet"], "writes a file, not stdout"),
         ([*TREC, "--output-format", "parquet"], "writes a file, not stdout"),
         ([*TREC, "--output", "r.parquet"], "add --output-format parquet"),
+        (["--results-format", "parquet"], "need pyarrow"),
+        ([*TREC, *TO_PARQUET], "need pyarrow"),
     ],
 )
 def test_a_parquet_output_that_cannot_be_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
 ) -> None:
+    if said == "need pyarrow":
+        said = "need pyarrow: pip install 'tracegrade[parquet]'"
+        real_find_spec = importlib.util.find_spec
+
+        def without_pyarrow(name: str, *args: Any) -> Any:
+            return None if name == "pyarrow" else real_find_spec(name, *args)
+
+        monkeypatch.setattr(importlib.util, "find_spec", without_pyarrow)
     monkeypatch.chdir(tmp_path)
     write_records(tmp_path / "runs.jsonl", [])
     (tmp_path / "qrels").write_text("q1 0 D1 1\n")
@@ -96,11 +103,7 @@ def test_a_parquet_output_that_cannot_be_is_a_usage_error(
     result = CliRunner().invoke(main, args if args[0] == "import" else score + args)
     assert result.exit_code == 2
     assert said in result.output
-    assert sorted(item.name for item in tmp_path.iterdir()) == [
-        "qrels",
-        "run",
-        "runs.jsonl",
-    ]
+    assert {item.name for item in tmp_path.iterdir()} == {"qrels", "run", "runs.jsonl"}
 
 
 def test_imported_parquet_records_are_the_json_lines_records(tmp_path: Path) -> None:
@@ -109,29 +112,13 @@ def test_imported_parquet_records_are_the_json_lines_records(tmp_path: Path) -> 
         "q1 Q0 D1 1 2.0 r\nq1 Q0 D9 2 1.0 r\nq2 Q0 D3 1 1.0 r\nq3 Q0 D5 1 1.0 r\n"
     )
     (tmp_path / "labels.jsonl").write_text('{"id": "q1", "correct": true}\n')
-    common = [
-        "import",
-        "trec",
-        "--qrels",
-        str(tmp_path / "qrels"),
-        "--run",
-        str(tmp_path / "run"),
-        "--k",
-        "2",
-        "--labels",
-        str(tmp_path / "labels.jsonl"),
-    ]
-    as_jsonl = CliRunner().invoke(main, common, catch_exceptions=False)
+    common = [*TREC[:-1], "2", "--labels", "labels.jsonl"]
+    as_jsonl = run_tracegrade(*common, cwd=tmp_path)
     records = [json.loads(line) for line in as_jsonl.stdout.splitlines()]
-    out = tmp_path / "runs.parquet"
-    done = CliRunner().invoke(
-        main,
-        [*common, "--output", str(out), "--output-format", "parquet"],
-        catch_exceptions=False,
-    )
-    assert done.exit_code == 0, done.output
+    done = run_tracegrade(*common, *TO_PARQUET, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
 
-    table = pq.read_table(out)
+    table = pq.read_table(tmp_path / "r.parquet")
     assert table.equals(records_table(records, "stage_diagnosis"))
     assert [row["correct"] for row in table.to_pylist()] == [True, None, None]
     assert score_table(table).column("stage").to_pylist()[0] == "retrieval"
@@ -145,45 +132,9 @@ def test_no_records_leave_no_parquet_file(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 1
+    assert "no log was written" in done.stdout
     # The abandoned writer must not write its footer into a closed file
     # when it is collected (pyarrow would print that it could not).
     assert "Exception ignored" not in done.stderr
     assert sorted(item.name for item in tmp_path.iterdir()) == ["logs", "runs.jsonl"]
     assert list((tmp_path / "logs").iterdir()) == []
-
-
-@pytest.mark.parametrize("command", ["score", "import"])
-def test_parquet_without_pyarrow_says_what_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
-) -> None:
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-
-    def without_pyarrow(name: str, *args: Any) -> Any:
-        return None if name == "pyarrow" else real_find_spec(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", without_pyarrow)
-    (tmp_path / "runs.jsonl").write_text(
-        json.dumps(random_records("stage_diagnosis", 1, 1)[0])
-    )
-    (tmp_path / "qrels").write_text("q1 0 D1 1\n")
-    (tmp_path / "run").write_text("q1 Q0 D1 1 2.0 r\n")
-    score = [
-        *("score", "stage_diagnosis", str(tmp_path / "runs.jsonl")),
-        *("--log-dir", str(tmp_path / "logs"), "--results-format", "parquet"),
-    ]
-    trec = [
-        *("import", "trec", "--qrels", str(tmp_path / "qrels")),
-        *("--run", str(tmp_path / "run"), "--k", "1"),
-        *("--output", str(tmp_path / "r.parquet"), "--output-format", "parquet"),
-    ]
-    args = score if command == "score" else trec
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
-    assert "need pyarrow: pip install 'tracegrade[parquet]'" in result.output
-    assert sorted(item.name for item in tmp_path.iterdir()) == [
-        "qrels",
-        "run",
-        "runs.jsonl",
-    ]

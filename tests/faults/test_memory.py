@@ -19,17 +19,16 @@ from tests.faults.conftest import (
     write_stage_records,
 )
 
+# Far more than the run gets through before its limit is set: each sample
+# adds a `ZipInfo` to the part, and a new arena for them soon.
 RECORDS = 20_000
-"""Far more than the run gets through before its limit is set: each
-sample adds a `ZipInfo` to the part, and a new arena for them soon."""
 
 
 def _address_space(pid: int) -> int:
-    """The process's virtual memory size in bytes (VmSize)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmSize in /proc/{pid}/status")
+    """VmSize in bytes."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    (size,) = (line.split()[1] for line in status if line.startswith("VmSize:"))
+    return int(size) * 1024
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sets prlimit")
@@ -60,9 +59,7 @@ def test_running_out_of_memory_stops_the_run_with_one_line(tmp_path: Path) -> No
 
 
 MALFORMED_LINES = 6_000
-MALFORMED_WIDTH = 2_000
-"""Each line 2,000 characters of text, the most the log shows of one: all
-of it is what a reader holding the lines until the end would hold."""
+MALFORMED_WIDTH = 2_000  # the most the log shows of a line: all of it would be held
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads VmHWM from /proc")
@@ -79,20 +76,18 @@ def test_a_file_of_malformed_lines_costs_no_more_than_a_good_one(
         for number in range(MALFORMED_LINES):
             out.write(f"not json {number} ".ljust(MALFORMED_WIDTH, "x") + "\n")
     names = ("good", "wrong")
-    scored = peaks_in_one_interpreter(
-        [
+    commands = [
+        (
             (
-                (
-                    *("score", "stage_diagnosis", f"{name}.jsonl"),
-                    *("--log-dir", f"logs-{name}", "--log-format", "json"),
-                    *("--out", f"{name}.results.jsonl"),
-                ),
-                tmp_path,
-            )
-            for name in names
-        ],
-        tmp_path,
-    )
+                *("score", "stage_diagnosis", f"{name}.jsonl"),
+                *("--log-dir", f"logs-{name}", "--log-format", "json"),
+                *("--out", f"{name}.results.jsonl"),
+            ),
+            tmp_path,
+        )
+        for name in names
+    ]
+    scored = peaks_in_one_interpreter(commands, tmp_path)
     peaks = {}
     for name, done in zip(names, scored, strict=True):
         # 1: a run whose lines had errors, all logged.

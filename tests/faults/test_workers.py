@@ -31,9 +31,7 @@ pytestmark = [
     ),
 ]
 
-LARGE_RECORDS = 30_000
-"""Stage records of `write_stage_records` well past where `--workers 2`
-scores in workers (`workers.PARALLEL_FROM // 16`)."""
+LARGE_RECORDS = 30_000  # well past where `--workers 2` scores in workers
 
 
 @pytest.fixture(scope="module")
