@@ -29,6 +29,7 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Score, ScoreEdit
 from pydantic_core import to_json, to_jsonable_python
 
+from tests.test_inspect_internals import as_json
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
     EvalArchive,
@@ -120,12 +121,6 @@ def rewritten(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Path:
     return rewrite(inspect_log, tmp_path_factory.mktemp("ours"), request.param)
-
-
-def as_json(model: Any) -> str:
-    return json.dumps(
-        to_jsonable_python(model, exclude_none=True), sort_keys=True, indent=1
-    )
 
 
 def without_location(log: EvalLog) -> EvalLog:
