@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from inspect_ai import Task, eval
 from inspect_ai.analysis import SampleSummary, samples_df
 from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import diagnose_stage, stage_diagnosis
@@ -394,8 +393,11 @@ def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> Non
 
 
 @pytest.fixture(scope="module")
-def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The worked example's `inspect eval` log, alone in its directory."""
+def pipeline_log(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, list[dict[str, Any]]]:
+    """The worked example's `inspect eval` log directory, and each sample's
+    score metadata."""
     log_dir = tmp_path_factory.mktemp("pipeline")
     (log,) = eval(
         stage_diagnosis(dataset=str(ROOT / "examples" / "pipeline" / "runs.jsonl")),
@@ -404,28 +406,20 @@ def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         log_realtime=False,
     )
     assert log.status == "success", log.error
-    return log_dir
-
-
-def report_of(*args: str) -> str:
-    result = CliRunner().invoke(main, ["report", *args])
-    assert result.exit_code == 0, result.output
-    return result.output
+    scores = [(sample.scores or {})["stage_diagnosis"] for sample in log.samples or []]
+    return log_dir, [score.metadata or {} for score in scores]
 
 
 def test_the_report_says_where_the_examples_missing_documents_were_lost(
-    pipeline_log: Path,
+    pipeline_log: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    (path,) = pipeline_log.glob("*.eval")
-    samples = read_eval_log(str(path)).samples or []
-    metadata = [
-        (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
-    ]
+    log_dir, metadata = pipeline_log
     lost = [entry for each in metadata for entry in each.get("lost", [])]
-    reported = json.loads(report_of(str(pipeline_log), "--json"))
-    (summary,) = reported["stage_diagnosis"]
+    result = CliRunner().invoke(main, ["report", str(log_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.output)["stage_diagnosis"]
     pipeline = summary["pipeline"]
-    assert pipeline["runs"] == len(samples)
+    assert pipeline["runs"] == len(metadata)
     assert pipeline["missing"] == len(lost) > 0
     for step in pipeline["steps"]:
         assert step["lost"] == sum(entry["lost_at"] == step["step"] for entry in lost)
@@ -440,27 +434,17 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
 
 
 def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
-    pipeline_log: Path,
+    pipeline_log: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    (path,) = pipeline_log.glob("*.eval")
-    expected = {
-        sample.id: (sample.scores or {})["stage_diagnosis"].metadata
-        for sample in read_eval_log(str(path)).samples or []
-    }
-    frame = samples_df(
-        str(pipeline_log),
-        columns=SampleSummary
-        + StageColumns
-        + step_recall_columns("retriever", "reranker"),
-    )
-    assert len(frame) == len(expected)
-    for row in frame.itertuples():
-        metadata = expected[row.id]
-        assert list(row.stage_lost_at) == [
-            entry["lost_at"] for entry in metadata["lost"]
-        ]
-        assert row.stage_retriever_recall == metadata["step_recall"]["retriever"]
-        assert row.stage_reranker_recall == metadata["step_recall"]["reranker"]
+    log_dir, metadata = pipeline_log
+    steps = step_recall_columns("retriever", "reranker")
+    frame = samples_df(str(log_dir), columns=SampleSummary + StageColumns + steps)
+    assert frame["stage_lost_at"].map(list).tolist() == [
+        [entry["lost_at"] for entry in each["lost"]] for each in metadata
+    ]
+    for step in ("retriever", "reranker"):
+        recalls = [each["step_recall"][step] for each in metadata]
+        assert frame[f"stage_{step}_recall"].tolist() == recalls
     with pytest.raises(ValueError, match="at least one step"):
         step_recall_columns()
 
