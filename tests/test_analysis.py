@@ -341,30 +341,23 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     task: str, stage_file: str, extraction_file: str, tmp_path: Path
 ) -> None:
     """The same rows as `inspect eval`'s (the tests above hold those)."""
-    cases, path, columns = (
-        (STAGE_CASES, stage_file, StageColumns)
+    # A line that is not JSON becomes an unscored sample of its own (the
+    # stage one says where its label would have been read, as for any line).
+    cases, path, columns, malformed = (
+        (STAGE_CASES, stage_file, StageColumns,
+         stage_row(None, None, None, "malformed-json"))
         if task == "stage_diagnosis"
-        else (EXTRACTION_CASES, extraction_file, ExtractionColumns)
-    )
+        else (EXTRACTION_CASES, extraction_file, ExtractionColumns,
+              extraction_row(None, None, None, ("malformed-json", "data")))
+    )  # fmt: skip
     names = [column.name for column in columns]
-    # A line that is not JSON becomes an unscored sample of its own.
     lines = Path(path).read_text("utf-8").splitlines()
     runs = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
     args = ["score", task, runs, "--log-dir", str(tmp_path / "logs"), "--json"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output  # the malformed line
     scored = rows(frame(json.loads(result.stdout)["log"], columns), names)
-
-    malformed = scored.pop((f"line-{len(lines) + 1}", 1))
-    prefix = names[0].split("_")[0]
-    expected_malformed = {name: None for name in names} | {
-        f"{prefix}_error": "malformed-json",
-        f"{prefix}_error_side": "data",
-    }
-    if task == "stage_diagnosis":
-        # Where the label would have been read: the task's, as for any line.
-        expected_malformed["stage_label_from"] = LABEL_FROM
-    assert malformed == expected_malformed
+    assert scored.pop((f"line-{len(lines) + 1}", 1)) == malformed
     assert scored == expected_rows(cases)
 
 
@@ -456,12 +449,9 @@ def test_the_readme_recipe_answers_its_questions(
     # Stage shares per model: the stage metrics of the log.
     results = read_eval_log(stage_log, header_only=True).results
     assert results is not None
-    (stage_scores,) = [s for s in results.scores if s.name == "stage_diagnosis"]
-    logged = {
-        stage: metric.value
-        for stage, metric in stage_scores.metrics.items()
-        if stage in ("retrieval", "generation", "pass", "unresolved")
-    }
+    (metrics,) = [s.metrics for s in results.scores if s.name == "stage_diagnosis"]
+    stages = ("retrieval", "generation", "pass", "unresolved")
+    logged = {stage: metrics[stage].value for stage in stages}
     assert shares["none/none"].to_dict() == pytest.approx(logged)
     # Context recall over every run with evidence, labelled or not: the five
     # diagnosed runs (all the log's `context_recall` sees) and two answer-label.
