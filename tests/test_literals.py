@@ -127,12 +127,10 @@ def test_a_cell_is_read_only_when_it_is_one_plain_list(text: str, read: Any) -> 
 def test_every_bracket_opens_a_literal_or_is_broken(
     text: str, found: list[Any]
 ) -> None:
-    def shape(item: ListLiteral | BrokenLiteral) -> Any:
-        if isinstance(item, BrokenLiteral):
-            return item
-        return (item.start, item.end, item.ids)
-
-    assert [shape(item) for item in scan_literals(text)] == found
+    assert [
+        item if isinstance(item, BrokenLiteral) else (item.start, item.end, item.ids)
+        for item in scan_literals(text)
+    ] == found
 
 
 @settings(max_examples=200)
