@@ -52,13 +52,9 @@ def members(path: Path) -> dict[str, zipfile.ZipInfo]:
         return {info.filename: info for info in archive.infolist()}
 
 
-def member_bytes(path: Path, name: str) -> bytes:
+def member_json(path: Path, name: str = "summaries.json") -> Any:
     with zipfile.ZipFile(path) as archive:
-        return archive.read(name)
-
-
-def member_json(path: Path, name: str) -> Any:
-    return json.loads(member_bytes(path, name))
+        return json.loads(archive.read(name))
 
 
 # --- The reference log and its rewrites -------------------------------------------
@@ -72,11 +68,6 @@ def inspect_log(
     return two_epoch_logs[request.param]
 
 
-def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:
-    summaries: list[dict[str, Any]] = member_json(inspect_log, "summaries.json")
-    return summaries
-
-
 def rewrite(inspect_log: Path, out_dir: Path, inputs: str) -> Path:
     """The reference log written again by `EvalArchive`, each sample as
     Inspect's bytes, in the order of its summaries; "suspended": suspended and
@@ -85,13 +76,13 @@ def rewrite(inspect_log: Path, out_dir: Path, inputs: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / inspect_log.name
     archive = EvalArchive(path, log.eval, log.plan, journal_every=10)
-    for index, summary in enumerate(inspect_summaries(inspect_log)):
-        name = sample_member(summary["id"], summary["epoch"])
-        if inputs == "suspended" and index % 3 == 2:
-            archive.suspend()
-            archive.resume()
-        data = member_bytes(inspect_log, name)
-        archive.add_sample(data, sample_summary(json.loads(data)))
+    with zipfile.ZipFile(inspect_log) as source:
+        for index, summary in enumerate(member_json(inspect_log)):
+            if inputs == "suspended" and index % 3 == 2:
+                archive.suspend()
+                archive.resume()
+            data = source.read(sample_member(summary["id"], summary["epoch"]))
+            archive.add_sample(data, sample_summary(json.loads(data)))
     if inputs == "suspended":
         archive.suspend()  # `complete` resumes
     archive.complete(log, streamed(log.reductions))
@@ -146,14 +137,15 @@ def inspects(inspect_log: Path) -> dict[str, Any]:
 def test_every_reader_gives_inspects_content(
     inspect_log: Path, rewritten: Path
 ) -> None:
-    count = len(inspect_summaries(inspect_log))
+    inspects_summaries = member_json(inspect_log)
+    count = len(inspects_summaries)
     ours = read_eval_log(str(rewritten))
     assert ours.samples is not None and len(ours.samples) == count
     assert as_json(without_location(ours)) == inspects(inspect_log)["log"]
     header = read_eval_log(str(rewritten), header_only=True)
     assert header.samples is None and header.status == "success"
     assert as_json(without_location(header)) == inspects(inspect_log)["header"]
-    for summary in inspect_summaries(inspect_log):
+    for summary in inspects_summaries:
         ids = {"id": summary["id"], "epoch": summary["epoch"]}
         theirs = read_eval_log_sample(str(inspect_log), **ids)
         ours_sample = read_eval_log_sample(str(rewritten), **ids)
@@ -164,13 +156,13 @@ def test_every_reader_gives_inspects_content(
     assert as_json(summaries) == inspects(inspect_log)["summaries"]
     # `sample_summary` rebuilds the very JSON Inspect wrote; the journal
     # (read while a log is written) holds the same list.
-    assert member_json(rewritten, "summaries.json") == inspect_summaries(inspect_log)
+    assert member_json(rewritten) == inspects_summaries
     journal = sorted(
         (name for name in members(rewritten) if name.startswith("_journal/summaries/")),
         key=lambda name: int(name.rsplit("/", 1)[1].removesuffix(".json")),
     )
     journaled = [s for name in journal for s in member_json(rewritten, name)]
-    assert journaled == inspect_summaries(inspect_log)
+    assert journaled == inspects_summaries
     frame = samples_df(str(rewritten), quiet=True)
     assert len(frame) == count and set(frame["log"]) == {str(rewritten)}
     pd.testing.assert_frame_equal(
@@ -196,7 +188,7 @@ def test_zip64_structures_read_everywhere(
         == (inspects(inspect_log)["log"])
     )
     assert len(read_eval_log_sample_summaries(str(ours))) == len(
-        inspect_summaries(inspect_log)
+        member_json(inspect_log)
     )
 
 
@@ -283,10 +275,6 @@ def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
 # --- Memory and faults -------------------------------------------------------
 
 
-def small_header(inspect_log: Path) -> EvalLog:
-    return read_eval_log(str(inspect_log), header_only=True)
-
-
 def add_one(archive: EvalArchive, index: int) -> None:
     sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
     archive.add_sample(sample_json(sample), sample_summary(sample))
@@ -302,7 +290,7 @@ def test_suspended_and_completed_archives_keep_no_member_records(
     """zipfile keeps a `ZipInfo` per member: a million-sample run keeps
     its parts suspended, then complete, until it publishes them all, so
     neither may hold them, or memory grows with every sample."""
-    log = small_header(inspect_log)
+    log = read_eval_log(str(inspect_log), header_only=True)
     before = _live_member_records()
     archive = EvalArchive(tmp_path / "parked.eval", log.eval, log.plan)
     for index in range(300):
@@ -322,7 +310,7 @@ def test_abort_after_a_full_disk_raises_nothing(
 ) -> None:
     """On a full disk the writes fail, and so would writing the directory on
     closing; abort must still remove the partial file without raising."""
-    log = small_header(inspect_log)
+    log = read_eval_log(str(inspect_log), header_only=True)
     archive = EvalArchive(tmp_path / "full.eval", log.eval, log.plan)
     assert archive.partial == tmp_path / "full.eval.partial"
     # Every byte written from here on fails with ENOSPC, as on a full disk.
