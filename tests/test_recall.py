@@ -31,23 +31,10 @@ LOOK_ALIKES: Final = (
 )  # fmt: skip
 
 
-def recall_metric(scores: Sequence[Any]) -> Any:
-    return cast(MetricProtocol, context_recall())(list(scores))
-
-
 def ragas_recall(required: Sequence[str], context: Sequence[str]) -> float:
     """Ragas' `IDBasedContextRecall`, as its documentation defines it."""
     reference = set(required)
     return len(set(context) & reference) / len(reference)
-
-
-def stage_score_with(recall: Any, sample_id: str = "s") -> SampleScore:
-    return SampleScore(
-        sample_id=sample_id, score=Score(value="pass", metadata={"recall": recall})
-    )
-
-
-# --- the definition -----------------------------------------------------------
 
 
 def test_recall_counts_unique_ids_on_both_sides() -> None:
@@ -86,12 +73,11 @@ def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
     shuffled = list(values)
     random.Random(3).shuffle(shuffled)
     assert sum(values) != sum(shuffled)  # the premise
-    assert recall_metric([stage_score_with(v) for v in values]) == recall_metric(
-        [stage_score_with(v) for v in shuffled]
-    )
-    assert recall_metric([stage_score_with(v) for v in values]) == math.fsum(
-        values
-    ) / len(values)
+    metric = cast(MetricProtocol, context_recall())
+    for order in (values, shuffled):
+        runs = [Score(value="pass", metadata={"recall": value}) for value in order]
+        scores = [SampleScore(sample_id="s", score=score) for score in runs]
+        assert metric(scores) == math.fsum(values) / len(values)
 
 
 # --- against ir-measures: TREC's recall ---------------------------------------
