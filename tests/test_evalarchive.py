@@ -213,20 +213,6 @@ JSON_VALUE = st.recursive(
 )
 
 
-def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
-    image = [{"type": "image", "image": "data:,"}]
-    sample = {
-        "id": 7, "epoch": 1, "target": ["a"],
-        "input": [{"id": "m1", "role": "user", "content": image},
-                  {"id": "m2", "role": "user", "content": "y" * 6000}],
-        "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
-        "limit": {"type": "token", "limit": 10},
-    }  # fmt: skip
-    summary = sample_summary(sample)
-    assert summary["input"][0]["content"][0]["text"] == "(Image)"
-    assert as_json(summary) == as_json(EvalSample.model_validate(sample).summary())
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     value=st.one_of(

@@ -184,10 +184,18 @@ def _sample_at_every_limit() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
+# Chat input: an image becomes "(Image)", a long message is trimmed.
+CHAT = [
+    {"id": "m1", "role": "user", "content": [{"type": "image", "image": "data:,"}]},
+    {"id": "m2", "role": "user", "content": "y" * 6000},
+]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["text input", "chat input"])
+def test_the_summary_copy_trims_as_inspect_at_every_limit(chat: bool) -> None:
     # A field Inspect adds to summaries must be added to `sample_summary`.
     assert list(EvalSampleSummary.model_fields) == SUMMARY_FIELDS
-    sample = _sample_at_every_limit()
+    sample = _sample_at_every_limit() | ({"input": CHAT} if chat else {})
     theirs = EvalSample.model_validate(sample).summary()
 
     assert as_json(sample_summary(sample)) == as_json(theirs)
