@@ -238,9 +238,6 @@ def extraction_log(
     )
 
 
-# --- inspect eval -----------------------------------------------------------------
-
-
 def test_extraction_columns_of_every_epoch(extraction_log: str) -> None:
     """(The stage columns of every epoch: test_an_appended_score_reads_...)"""
     extraction = frame(extraction_log, ExtractionColumns)
@@ -333,9 +330,6 @@ def test_parallel_reads_give_the_same_values(
     assert rows(parallel, names) == rows(serial, names)
 
 
-# --- tracegrade score -------------------------------------------------------------
-
-
 @pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
 def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     task: str, stage_file: str, extraction_file: str, tmp_path: Path
@@ -359,9 +353,6 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     scored = rows(frame(json.loads(result.stdout)["log"], columns), names)
     assert scored.pop((f"line-{len(lines) + 1}", 1)) == malformed
     assert scored == expected_rows(cases)
-
-
-# --- other score names and older logs ------------------------------------------------
 
 
 def test_an_appended_score_reads_under_its_own_name(
@@ -410,9 +401,6 @@ def test_an_older_log_without_itemisation_is_refused_by_sample(
         match=r"score 'ordered_extraction' of sample .*needs metadata itemised",
     ):
         frame(older, ExtractionColumns)
-
-
-# --- the README recipe --------------------------------------------------------------
 
 
 def readme_recipe() -> list[str]:

@@ -43,9 +43,6 @@ from tracegrade.bulk.samples import SampleParts, SampleTemplates
 pytestmark = pytest.mark.runs_long
 
 
-# --- Reading members ------------------------------------------------------------
-
-
 def members(path: Path) -> dict[str, zipfile.ZipInfo]:
     """Each member's directory entry, in archive order."""
     with zipfile.ZipFile(path) as archive:
@@ -55,9 +52,6 @@ def members(path: Path) -> dict[str, zipfile.ZipInfo]:
 def member_json(path: Path, name: str = "summaries.json") -> Any:
     with zipfile.ZipFile(path) as archive:
         return json.loads(archive.read(name))
-
-
-# --- The reference log and its rewrites -------------------------------------------
 
 
 @pytest.fixture(scope="module", params=["stage_diagnosis", "ordered_extraction"])
@@ -129,9 +123,6 @@ def inspects(inspect_log: Path) -> dict[str, Any]:
         "summaries": as_json(read_eval_log_sample_summaries(path)),
         "frame": samples_df(path, quiet=True).drop(columns="log"),
     }
-
-
-# --- Readers ---------------------------------------------------------------------
 
 
 def test_every_reader_gives_inspects_content(
