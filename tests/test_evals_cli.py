@@ -48,13 +48,6 @@ def diagnose(cwd: Path, dataset: str, log_dir: str, *args: str) -> None:
     inspect_eval(cwd, task, "-T", f"dataset={dataset}", "--log-dir", log_dir, *args)
 
 
-def report(cwd: Path, *args: str) -> dict[str, Any]:
-    done = run_tracegrade("report", *args, "--json", cwd=cwd)
-    assert done.returncode == 0, done.stderr
-    read: dict[str, Any] = json.loads(done.stdout)
-    return read
-
-
 def test_the_readmes_two_runs_of_one_file_are_two_evals(
     files: dict[str, str], tmp_path: Path
 ) -> None:
@@ -65,7 +58,9 @@ def test_the_readmes_two_runs_of_one_file_are_two_evals(
         "score", "stage_diagnosis", files["small"], "--log-dir", "logs", cwd=tmp_path
     )
     assert scored.returncode == 0, scored.stderr
-    read = report(tmp_path, "logs")
+    reported = run_tracegrade("report", "logs", "--json", cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    read = json.loads(reported.stdout)
 
     assert [s["runs"] for s in read["stage_diagnosis"]] == [2, 2]
     assert [s["evals"] for s in read["stage_diagnosis"]] == [["E1"], ["E2"]]
