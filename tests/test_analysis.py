@@ -206,17 +206,6 @@ def frame(logs: str | Sequence[str], columns: list[Column]) -> pd.DataFrame:
     return samples_df(logs, columns=SampleSummary + columns, quiet=True)
 
 
-def tracegrade_score(task: str, path: str, log_dir: Path) -> list[str]:
-    """The logs `tracegrade score` writes for `path`."""
-    result = CliRunner().invoke(
-        main, ["score", task, path, "--log-dir", str(log_dir), "--json"]
-    )
-    assert result.exit_code == 1, result.output  # the malformed line
-    summary = json.loads(result.stdout)
-    logs: list[str] = summary["logs"] or [summary["log"]]
-    return logs
-
-
 @pytest.fixture(scope="module")
 def stage_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return fixture_file(tmp_path_factory.mktemp("stage") / "runs.jsonl", STAGE_CASES)
@@ -249,19 +238,8 @@ def extraction_log(
     )
 
 
-@pytest.fixture(scope="module")
-def stage_frame(stage_log: str) -> pd.DataFrame:
-    return frame(stage_log, StageColumns)
-
-
-# --- inspect eval -----------------------------------------------------------------
-
-
-def test_stage_columns_of_every_epoch(stage_frame: pd.DataFrame) -> None:
-    assert rows(stage_frame, STAGE_NAMES) == expected_rows(STAGE_CASES, EPOCHS)
-
-
 def test_extraction_columns_of_every_epoch(extraction_log: str) -> None:
+    """(The stage columns of every epoch: test_an_appended_score_reads_...)"""
     extraction = frame(extraction_log, ExtractionColumns)
     assert rows(extraction, EXTRACTION_NAMES) == expected_rows(EXTRACTION_CASES, EPOCHS)
 
@@ -293,7 +271,7 @@ def test_the_summary_drops_what_full_columns_read(stage_log: str) -> None:
 
 
 def test_the_summary_columns_read_summaries_alike(
-    stage_log: str, stage_frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+    stage_log: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Columns that read only the value, the reason and short strings need
     no full sample: a selection of them is read from the summaries."""
@@ -304,9 +282,9 @@ def test_the_summary_columns_read_summaries_alike(
     def no_full_log(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("read the full log")
 
+    full = rows(frame(stage_log, StageColumns), names)
     monkeypatch.setattr(samples_table, "read_eval_log_async", no_full_log)
-    from_summaries = frame(stage_log, selected)
-    assert rows(from_summaries, names) == rows(stage_frame, names)
+    assert rows(frame(stage_log, selected), names) == full
 
 
 def test_importing_needs_no_pandas_and_reading_names_it(stage_log: str) -> None:
@@ -346,10 +324,10 @@ def test_parallel_reads_give_the_same_values(
     serial = samples_df(logs, columns=columns, quiet=True)
     parallel = samples_df(logs, columns=columns, quiet=True, parallel=2)
     assert len(serial) == (len(STAGE_CASES) + len(EXTRACTION_CASES)) * EPOCHS
+    # A log without the score gives empty columns.
+    of_stage_log = serial[serial["log"].str.endswith(Path(stage_log).name)]
+    assert of_stage_log[EXTRACTION_NAMES].isna().all(axis=None)
     assert rows(parallel, names) == rows(serial, names)
-
-
-# --- tracegrade score -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
@@ -357,32 +335,24 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     task: str, stage_file: str, extraction_file: str, tmp_path: Path
 ) -> None:
     """The same rows as `inspect eval`'s (the tests above hold those)."""
-    cases, path, columns = (
-        (STAGE_CASES, stage_file, StageColumns)
+    # A line that is not JSON becomes an unscored sample of its own (the
+    # stage one says where its label would have been read, as for any line).
+    cases, path, columns, malformed = (
+        (STAGE_CASES, stage_file, StageColumns,
+         stage_row(None, None, None, "malformed-json"))
         if task == "stage_diagnosis"
-        else (EXTRACTION_CASES, extraction_file, ExtractionColumns)
-    )
+        else (EXTRACTION_CASES, extraction_file, ExtractionColumns,
+              extraction_row(None, None, None, ("malformed-json", "data")))
+    )  # fmt: skip
     names = [column.name for column in columns]
-    # A line that is not JSON becomes an unscored sample of its own.
     lines = Path(path).read_text("utf-8").splitlines()
     runs = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
-    (log,) = tracegrade_score(task, runs, tmp_path / "logs")
-    scored = rows(frame(log, columns), names)
-
-    malformed = scored.pop((f"line-{len(lines) + 1}", 1))
-    prefix = names[0].split("_")[0]
-    expected_malformed = {name: None for name in names} | {
-        f"{prefix}_error": "malformed-json",
-        f"{prefix}_error_side": "data",
-    }
-    if task == "stage_diagnosis":
-        # Where the label would have been read: the task's, as for any line.
-        expected_malformed["stage_label_from"] = LABEL_FROM
-    assert malformed == expected_malformed
+    args = ["score", task, runs, "--log-dir", str(tmp_path / "logs"), "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output  # the malformed line
+    scored = rows(frame(json.loads(result.stdout)["log"], columns), names)
+    assert scored.pop((f"line-{len(lines) + 1}", 1)) == malformed
     assert scored == expected_rows(cases)
-
-
-# --- other score names and older logs ------------------------------------------------
 
 
 def test_an_appended_score_reads_under_its_own_name(
@@ -416,39 +386,21 @@ def test_an_appended_score_reads_under_its_own_name(
             assert row["relabelled_label_from"] == f"labels file {labels}"
 
 
-def without_metadata(log_path: str, score: str, key: str, work: Path) -> str:
-    """A copy of the log as tracegrade wrote it before scores carried `key`."""
-    out = work / f"without-{key}.eval"
-    log = read_eval_log(log_path)
-    for sample in log.samples or []:
-        assert sample.scores is not None
-        metadata = sample.scores[score].metadata
-        assert metadata is not None
-        del metadata[key]
-    write_eval_log(log, str(out))
-    return str(out)
-
-
 def test_an_older_log_without_itemisation_is_refused_by_sample(
     extraction_log: str, tmp_path: Path
 ) -> None:
     """(Precision from an older log's records: test_old_logs, through the
     same `read_stage`.)"""
-    score = "ordered_extraction"
-    older = without_metadata(extraction_log, score, "itemised", tmp_path)
+    log = read_eval_log(extraction_log)
+    for sample in log.samples or []:
+        del (sample.scores or {})["ordered_extraction"].metadata["itemised"]  # type: ignore[index]
+    older = str(tmp_path / "older.eval")
+    write_eval_log(log, older)
     with pytest.raises(
-        ValueError, match=rf"score {score!r} of sample .*needs metadata itemised"
+        ValueError,
+        match=r"score 'ordered_extraction' of sample .*needs metadata itemised",
     ):
         frame(older, ExtractionColumns)
-
-
-def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:
-    empty = frame(stage_log, ExtractionColumns)
-    assert len(empty) == len(STAGE_CASES) * EPOCHS
-    assert all(empty[name].isna().all() for name in EXTRACTION_NAMES)
-
-
-# --- the README recipe --------------------------------------------------------------
 
 
 def readme_recipe() -> list[str]:
@@ -485,23 +437,13 @@ def test_the_readme_recipe_answers_its_questions(
     # Stage shares per model: the stage metrics of the log.
     results = read_eval_log(stage_log, header_only=True).results
     assert results is not None
-    (stage_scores,) = [s for s in results.scores if s.name == "stage_diagnosis"]
-    logged = {
-        stage: metric.value
-        for stage, metric in stage_scores.metrics.items()
-        if stage in ("retrieval", "generation", "pass", "unresolved")
-    }
+    (metrics,) = [s.metrics for s in results.scores if s.name == "stage_diagnosis"]
+    stages = ("retrieval", "generation", "pass", "unresolved")
+    logged = {stage: metrics[stage].value for stage in stages}
     assert shares["none/none"].to_dict() == pytest.approx(logged)
-    assert shares["none/none"].to_dict() == pytest.approx(
-        {"retrieval": 3 / 6, "generation": 1 / 6, "pass": 1 / 6, "unresolved": 1 / 6}
-    )
-    # Context recall per model over every run with evidence, labelled or
-    # not: the diagnosed runs, which are all the log's `context_recall`
-    # metric can see, and the two answer-label runs.
+    # Context recall over every run with evidence, labelled or not: the five
+    # diagnosed runs (all the log's `context_recall` sees) and two answer-label.
     diagnosed = [100 / 300, 1 / 3, 0, 1, 1]
-    assert stage_scores.metrics["context_recall"].value == pytest.approx(
-        sum(diagnosed) / 5
-    )
     assert recall["none/none"] == pytest.approx((sum(diagnosed) + 1 + 0.5) / 7)
     # The most-missed IDs: D1 by two runs in each epoch, then IDs missed once.
     assert most_missed.index[0] == "D1"

@@ -1,5 +1,6 @@
-"""The core against every packaged case, plus the traps around it. Results
-are compared as canonical JSON: `True == 1` would let a wrong answer pass."""
+"""The core against every packaged case (JS typeof labels and UTF-16 order
+among them), plus the traps around it. Results are compared as canonical JSON:
+`True == 1` would let a wrong answer pass."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from tracegrade import InvalidRecord, canonical_json, diagnose_stage, grade_extraction
-from tracegrade.core import js_sorted
+from tracegrade.core.errors import quote
 
 DATA = files("tracegrade") / "data"
 Evaluator = Callable[[Any], Any]
@@ -91,15 +92,6 @@ def assert_plain_json(value: Any) -> None:
         assert type(value) in (bool, str), repr(value)
 
 
-@pytest.mark.parametrize("label", [1, 0, 1.0, "true", None])
-def test_only_json_booleans_are_labels(label: Any) -> None:
-    # True == 1 and hash(True) == hash(1) in Python; the reference uses typeof.
-    record = {"required": ["D1"], "context": ["D1"], "correct": label}
-    assert canonical_json(diagnose_stage(record)) == '{"error":"answer-label"}'
-    labelled = diagnose_stage({**record, "correct": True})
-    assert canonical_json(labelled) == '{"stage":"pass","missing":[]}'
-
-
 @pytest.mark.parametrize(("evaluate", "case"), all_case_params())
 def test_every_packaged_case(evaluate: Evaluator, case: dict[str, Any]) -> None:
     """The documented result (key order too: canonical JSON keeps it) or
@@ -116,24 +108,6 @@ def test_every_packaged_case(evaluate: Evaluator, case: dict[str, Any]) -> None:
     if "missing" in result:
         # Mutating the result must not reach back into the caller's record.
         assert result["missing"] is not record["required"]
-
-
-@pytest.mark.parametrize(
-    ("ids", "ordered"),
-    [
-        # U+FF61 and an emoji (0xD83D 0xDE00): UTF-16 code units, not code points.
-        (["\uff61", "\U0001f600"], ["\U0001f600", "\uff61"]),
-        # Below the surrogates, as `sorted`.
-        (["a", "Z", "D2", "D10"], ["D10", "D2", "Z", "a"]),
-        (["\u00e9", "e\u0301", "e", "", " "], ["", " ", "e", "e\u0301", "\u00e9"]),
-    ],
-)
-def test_js_sorted_orders_by_utf16_code_units(
-    ids: list[str], ordered: list[str]
-) -> None:
-    given = list(ids)
-    assert js_sorted(given) == ordered
-    assert given == ids  # a new list; the argument is untouched
 
 
 def _nested(depth: int) -> Any:
@@ -166,24 +140,14 @@ def test_deep_nesting_is_invalid_input_not_a_recursion_error(
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        (None, "null"),
-        (True, "true"),
         ({"required": ["D1"]}, '{"required": ["D1"]}'),
         ("é\ud800", '"é\\ud800"'),
-        (1.5, "1.5"),
         (10**5000, "<an integer of 16,610 bits>"),
         ({"D1"}, "{'D1'}"),
+        # Cut at 120 characters without quoting the whole value first.
+        (["D" * 50] * 1_000_000, json.dumps(["D" * 50] * 3)[:117] + "..."),
     ],
-    ids=["null", "true", "object", "surrogate", "float", "huge-int", "set"],
+    ids=["object", "surrogate", "huge-int", "set", "long"],
 )
 def test_bad_values_are_quoted_as_json(value: Any, shown: str) -> None:
-    from tracegrade.core.errors import quote
-
     assert quote(value) == shown
-
-
-def test_a_long_value_is_cut_without_reading_it_all() -> None:
-    from tracegrade.core.errors import quote
-
-    shown = quote(["D" * 50] * 1_000_000)
-    assert len(shown) == 120 and shown.endswith("...")

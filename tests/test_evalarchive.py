@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import math
 import os
 import zipfile
 from pathlib import Path
@@ -28,8 +27,9 @@ from inspect_ai.log import (
     read_eval_log_sample_summaries,
 )
 from inspect_ai.scorer import Score, ScoreEdit
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import to_json
 
+from tests.test_inspect_internals import as_json
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
     EvalArchive,
@@ -43,25 +43,15 @@ from tracegrade.bulk.samples import SampleParts, SampleTemplates
 pytestmark = pytest.mark.runs_long
 
 
-# --- Reading members ------------------------------------------------------------
-
-
 def members(path: Path) -> dict[str, zipfile.ZipInfo]:
     """Each member's directory entry, in archive order."""
     with zipfile.ZipFile(path) as archive:
         return {info.filename: info for info in archive.infolist()}
 
 
-def member_bytes(path: Path, name: str) -> bytes:
+def member_json(path: Path, name: str = "summaries.json") -> Any:
     with zipfile.ZipFile(path) as archive:
-        return archive.read(name)
-
-
-def member_json(path: Path, name: str) -> Any:
-    return json.loads(member_bytes(path, name))
-
-
-# --- The reference log and its rewrites -------------------------------------------
+        return json.loads(archive.read(name))
 
 
 @pytest.fixture(scope="module", params=["stage_diagnosis", "ordered_extraction"])
@@ -72,28 +62,21 @@ def inspect_log(
     return two_epoch_logs[request.param]
 
 
-def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:
-    summaries: list[dict[str, Any]] = member_json(inspect_log, "summaries.json")
-    return summaries
-
-
-def rewrite(
-    inspect_log: Path, out_dir: Path, inputs: str, journal_every: int = 10
-) -> Path:
+def rewrite(inspect_log: Path, out_dir: Path, inputs: str) -> Path:
     """The reference log written again by `EvalArchive`, each sample as
     Inspect's bytes, in the order of its summaries; "suspended": suspended and
     resumed every few samples, and left suspended for `complete`."""
     log = read_eval_log(str(inspect_log))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / inspect_log.name
-    archive = EvalArchive(path, log.eval, log.plan, journal_every=journal_every)
-    for index, summary in enumerate(inspect_summaries(inspect_log)):
-        name = sample_member(summary["id"], summary["epoch"])
-        if inputs == "suspended" and index % 3 == 2:
-            archive.suspend()
-            archive.resume()
-        data = member_bytes(inspect_log, name)
-        archive.add_sample(data, sample_summary(json.loads(data)))
+    archive = EvalArchive(path, log.eval, log.plan, journal_every=10)
+    with zipfile.ZipFile(inspect_log) as source:
+        for index, summary in enumerate(member_json(inspect_log)):
+            if inputs == "suspended" and index % 3 == 2:
+                archive.suspend()
+                archive.resume()
+            data = source.read(sample_member(summary["id"], summary["epoch"]))
+            archive.add_sample(data, sample_summary(json.loads(data)))
     if inputs == "suspended":
         archive.suspend()  # `complete` resumes
     archive.complete(log, streamed(log.reductions))
@@ -125,12 +108,6 @@ def rewritten(
     return rewrite(inspect_log, tmp_path_factory.mktemp("ours"), request.param)
 
 
-def as_json(model: Any) -> str:
-    return json.dumps(
-        to_jsonable_python(model, exclude_none=True), sort_keys=True, indent=1
-    )
-
-
 def without_location(log: EvalLog) -> EvalLog:
     return log.model_copy(update={"location": ""})
 
@@ -148,20 +125,18 @@ def inspects(inspect_log: Path) -> dict[str, Any]:
     }
 
 
-# --- Readers ---------------------------------------------------------------------
-
-
 def test_every_reader_gives_inspects_content(
     inspect_log: Path, rewritten: Path
 ) -> None:
-    count = len(inspect_summaries(inspect_log))
+    inspects_summaries = member_json(inspect_log)
+    count = len(inspects_summaries)
     ours = read_eval_log(str(rewritten))
     assert ours.samples is not None and len(ours.samples) == count
     assert as_json(without_location(ours)) == inspects(inspect_log)["log"]
     header = read_eval_log(str(rewritten), header_only=True)
     assert header.samples is None and header.status == "success"
     assert as_json(without_location(header)) == inspects(inspect_log)["header"]
-    for summary in inspect_summaries(inspect_log):
+    for summary in inspects_summaries:
         ids = {"id": summary["id"], "epoch": summary["epoch"]}
         theirs = read_eval_log_sample(str(inspect_log), **ids)
         ours_sample = read_eval_log_sample(str(rewritten), **ids)
@@ -170,28 +145,20 @@ def test_every_reader_gives_inspects_content(
     assert (by_uuid.id, by_uuid.epoch) == (summary["id"], summary["epoch"])
     summaries = read_eval_log_sample_summaries(str(rewritten))
     assert as_json(summaries) == inspects(inspect_log)["summaries"]
+    # `sample_summary` rebuilds the very JSON Inspect wrote; the journal
+    # (read while a log is written) holds the same list.
+    assert member_json(rewritten) == inspects_summaries
+    journal = sorted(
+        (name for name in members(rewritten) if name.startswith("_journal/summaries/")),
+        key=lambda name: int(name.rsplit("/", 1)[1].removesuffix(".json")),
+    )
+    journaled = [s for name in journal for s in member_json(rewritten, name)]
+    assert journaled == inspects_summaries
     frame = samples_df(str(rewritten), quiet=True)
     assert len(frame) == count and set(frame["log"]) == {str(rewritten)}
     pd.testing.assert_frame_equal(
         frame.drop(columns="log"), inspects(inspect_log)["frame"], check_exact=True
     )
-
-
-# --- Members -----------------------------------------------------------------------
-
-
-def test_summaries_are_inspects_own(inspect_log: Path, tmp_path: Path) -> None:
-    """From serialised samples, `sample_summary` rebuilds the very JSON
-    Inspect wrote, trimming included; the journal holds the same list."""
-    ours = rewrite(inspect_log, tmp_path, "serialised", journal_every=7)
-    summaries = member_json(ours, "summaries.json")
-    assert summaries == inspect_summaries(inspect_log)
-    journal = sorted(
-        (name for name in members(ours) if name.startswith("_journal/summaries/")),
-        key=lambda name: int(name.rsplit("/", 1)[1].removesuffix(".json")),
-    )
-    assert len(journal) == math.ceil(len(summaries) / 7)
-    assert [s for name in journal for s in member_json(ours, name)] == summaries
 
 
 def test_zip64_structures_read_everywhere(
@@ -212,7 +179,7 @@ def test_zip64_structures_read_everywhere(
         == (inspects(inspect_log)["log"])
     )
     assert len(read_eval_log_sample_summaries(str(ours))) == len(
-        inspect_summaries(inspect_log)
+        member_json(inspect_log)
     )
 
 
@@ -235,20 +202,6 @@ JSON_VALUE = st.recursive(
     ),
     max_leaves=60,
 )
-
-
-def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
-    image = [{"type": "image", "image": "data:,"}]
-    sample = {
-        "id": 7, "epoch": 1, "target": ["a"],
-        "input": [{"id": "m1", "role": "user", "content": image},
-                  {"id": "m2", "role": "user", "content": "y" * 6000}],
-        "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
-        "limit": {"type": "token", "limit": 10},
-    }  # fmt: skip
-    summary = sample_summary(sample)
-    assert summary["input"][0]["content"][0]["text"] == "(Image)"
-    assert as_json(summary) == as_json(EvalSample.model_validate(sample).summary())
 
 
 @settings(max_examples=100, deadline=None)
@@ -291,16 +244,10 @@ def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
     built = SampleTemplates.make().build(parts)
     assert sample_json(built) == to_json_safe(built, indent=None)
     inspects = EvalSample.model_validate_json(to_json_safe(built, indent=None))
-    assert as_json(sample_summary(built)) == as_json(
-        to_jsonable_python(inspects.summary(), exclude_none=True)
-    )
+    assert as_json(sample_summary(built)) == as_json(inspects.summary())
 
 
 # --- Memory and faults -------------------------------------------------------
-
-
-def small_header(inspect_log: Path) -> EvalLog:
-    return read_eval_log(str(inspect_log), header_only=True)
 
 
 def add_one(archive: EvalArchive, index: int) -> None:
@@ -318,7 +265,7 @@ def test_suspended_and_completed_archives_keep_no_member_records(
     """zipfile keeps a `ZipInfo` per member: a million-sample run keeps
     its parts suspended, then complete, until it publishes them all, so
     neither may hold them, or memory grows with every sample."""
-    log = small_header(inspect_log)
+    log = read_eval_log(str(inspect_log), header_only=True)
     before = _live_member_records()
     archive = EvalArchive(tmp_path / "parked.eval", log.eval, log.plan)
     for index in range(300):
@@ -338,7 +285,7 @@ def test_abort_after_a_full_disk_raises_nothing(
 ) -> None:
     """On a full disk the writes fail, and so would writing the directory on
     closing; abort must still remove the partial file without raising."""
-    log = small_header(inspect_log)
+    log = read_eval_log(str(inspect_log), header_only=True)
     archive = EvalArchive(tmp_path / "full.eval", log.eval, log.plan)
     assert archive.partial == tmp_path / "full.eval.partial"
     # Every byte written from here on fails with ENOSPC, as on a full disk.

@@ -4,9 +4,9 @@ is mirrored from Inspect is held to Inspect's own output, so `nox -s compat`
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
+import re
 import subprocess
 import sys
 from importlib.metadata import version
@@ -42,27 +42,14 @@ from tracegrade.logs.evals import is_log_name
 PACKAGE = Path(tracegrade.__file__).parent
 
 
-def _private_inspect_imports(path: Path) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "inspect_ai" and any(p.startswith("_") for p in parts):
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
-    return found
-
-
 def test_only_the_adapter_imports_private_inspect_modules() -> None:
+    private = re.compile(r"^\s*(?:from|import)\s+(inspect_ai\.[\w.]+)", re.M)
     offenders = [
-        found
+        f"{path.relative_to(PACKAGE)} {name}"
         for path in sorted(PACKAGE.rglob("*.py"))
         if path.name != "_inspect_internals.py"
-        for found in _private_inspect_imports(path)
+        for name in private.findall(path.read_text("utf-8"))
+        if any(part.startswith("_") for part in name.split("."))
     ]
     assert offenders == []
 
@@ -149,7 +136,7 @@ _SUMMARY = (
 SUMMARY_FIELDS = _SUMMARY.split()
 
 
-def _as_json(value: Any) -> str:
+def as_json(value: Any) -> str:
     return json.dumps(
         to_jsonable_python(value, exclude_none=True), sort_keys=True, indent=1
     )
@@ -197,13 +184,21 @@ def _sample_at_every_limit() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
+# Chat input: an image becomes "(Image)", a long message is trimmed.
+CHAT = [
+    {"id": "m1", "role": "user", "content": [{"type": "image", "image": "data:,"}]},
+    {"id": "m2", "role": "user", "content": "y" * 6000},
+]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["text input", "chat input"])
+def test_the_summary_copy_trims_as_inspect_at_every_limit(chat: bool) -> None:
     # A field Inspect adds to summaries must be added to `sample_summary`.
     assert list(EvalSampleSummary.model_fields) == SUMMARY_FIELDS
-    sample = _sample_at_every_limit()
+    sample = _sample_at_every_limit() | ({"input": CHAT} if chat else {})
     theirs = EvalSample.model_validate(sample).summary()
 
-    assert _as_json(sample_summary(sample)) == _as_json(theirs)
+    assert as_json(sample_summary(sample)) == as_json(theirs)
     # The mirrored literals, read off Inspect's own output.
     assert theirs.metadata["past_limit"] == METADATA_VALUE_REMOVED
     assert theirs.metadata["at_limit"] == sample["metadata"]["at_limit"]
@@ -274,9 +269,9 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
     results.close()
 
     assert theirs, "the scorer has metrics"
-    assert _as_json(ours) == _as_json(theirs)
+    assert as_json(ours) == as_json(theirs)
     if task == "stage_diagnosis":
-        assert '"reranker_recall"' in _as_json(ours)
+        assert '"reranker_recall"' in as_json(ours)
 
 
 def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:

@@ -20,19 +20,14 @@ LOGS = {
 }
 
 
-def scored_now(task: str, records: str, log_dir: Path) -> str:
-    result, summary = score_file(task, str(OLD / records), log_dir)
-    assert result.exit_code == 0, result.output
-    log: str = summary["log"]
-    return log
-
-
 @pytest.mark.parametrize("name", LOGS)
 def test_an_older_log_reports_and_compares_as_the_records_scored_now(
     name: str, tmp_path: Path
 ) -> None:
     task, records = LOGS[name]
-    log = scored_now(task, records, tmp_path)
+    result, summary = score_file(task, str(OLD / records), tmp_path)
+    assert result.exit_code == 0, result.output
+    log = summary["log"]
     older = report_json(str(OLD / name))
 
     assert figures(older, task) == figures(report_json(log), task)

@@ -21,14 +21,9 @@ from tracegrade.scorers.stage import diagnosis_score
 
 READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
-# IDs that collide only under some normalisation, which the rules never do:
-# Latin and Cyrillic A, NFC and NFD é, ß and ss/SS, the ﬁ ligature and fi,
-# the Kelvin sign and K, Angstrom sign and Å, an astral letter, the empty
-# ID and whitespace variants. Not here: lone surrogates, which pytrec_eval
-# cannot encode (it crashes the interpreter), and NUL, at which its C
-# strings end ("a\0b" and "a\0c" would be one document). Both are refused
-# by TREC's text files anyway; tests/test_differential.py covers them
-# against the reference evaluators.
+# IDs that collide only under some normalisation, which the rules never do.
+# No lone surrogate or NUL: pytrec_eval crashes on the one and ends its C
+# strings at the other (test_differential holds both against the reference).
 LOOK_ALIKES: Final = (
     "A", "\u0410", "a", "\u00e9", "e\u0301", "\u00df", "ss", "SS", "\ufb01",
     "fi", "\u212a", "K", "\u212b", "\u00c5", "A\u030a", "\U0001d400",
@@ -36,23 +31,10 @@ LOOK_ALIKES: Final = (
 )  # fmt: skip
 
 
-def recall_metric(scores: Sequence[Any]) -> Any:
-    return cast(MetricProtocol, context_recall())(list(scores))
-
-
 def ragas_recall(required: Sequence[str], context: Sequence[str]) -> float:
     """Ragas' `IDBasedContextRecall`, as its documentation defines it."""
     reference = set(required)
     return len(set(context) & reference) / len(reference)
-
-
-def stage_score_with(recall: Any, sample_id: str = "s") -> SampleScore:
-    return SampleScore(
-        sample_id=sample_id, score=Score(value="pass", metadata={"recall": recall})
-    )
-
-
-# --- the definition -----------------------------------------------------------
 
 
 def test_recall_counts_unique_ids_on_both_sides() -> None:
@@ -71,15 +53,11 @@ def test_recall_refuses_what_no_diagnosis_gives() -> None:
         id_recall(["A"], ["A", "B"])
 
 
-# Any ID our rules may meet, lone surrogates included: `characters()` with
-# no codec draws them (only `text()`'s default alphabet, characters(codec=
-# "utf-8"), leaves them out). NUL is left out (see LOOK_ALIKES).
+# Any ID our rules may meet, lone surrogates included (no codec); no NUL.
 ID = st.sampled_from(LOOK_ALIKES) | st.text(
     st.characters(exclude_characters="\x00"), max_size=3
 )
-# The IDs a TREC file can hold, for the tests against pytrec_eval: no lone
-# surrogate, which has no UTF-8 form (pytrec_eval's C code then copies a
-# null pointer and the interpreter dies), and no NUL.
+# The IDs a TREC file can hold, for the tests against pytrec_eval.
 TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
     st.characters(codec="utf-8", exclude_characters="\x00"), max_size=3
 )
@@ -95,12 +73,11 @@ def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
     shuffled = list(values)
     random.Random(3).shuffle(shuffled)
     assert sum(values) != sum(shuffled)  # the premise
-    assert recall_metric([stage_score_with(v) for v in values]) == recall_metric(
-        [stage_score_with(v) for v in shuffled]
-    )
-    assert recall_metric([stage_score_with(v) for v in values]) == math.fsum(
-        values
-    ) / len(values)
+    metric = cast(MetricProtocol, context_recall())
+    for order in (values, shuffled):
+        runs = [Score(value="pass", metadata={"recall": value}) for value in order]
+        scores = [SampleScore(sample_id="s", score=score) for score in runs]
+        assert metric(scores) == math.fsum(values) / len(values)
 
 
 # --- against ir-measures: TREC's recall ---------------------------------------
@@ -109,16 +86,12 @@ def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
 def trec_inputs(
     pairs: Sequence[tuple[list[str], list[str]]],
 ) -> tuple[list[Any], list[Any], int]:
-    """Qrels, run and cut-off k (the longest run) for the pairs, one query each:
-    the run is the context deduplicated, scored n - rank (no ties), and an
-    empty context has no lines (ir-measures' default, 0.0, its recall)."""
-    # An ID without a UTF-8 form would crash pytrec_eval: fail here instead.
+    """Qrels, run and cut-off k (the longest run), one query per pair: the
+    run is the context deduplicated, scored n - rank; an empty one has no lines."""
     for required, context in pairs:
         for doc in (*required, *context):
             assert is_trec_id(doc), f"not an ID pytrec_eval can take: {doc!r}"
-    qrels = []
-    run = []
-    k = 1
+    qrels, run, k = [], [], 1
     for index, (required, context) in enumerate(pairs):
         query = f"q{index}"
         qrels.extend(ir_measures.Qrel(query, doc, 1) for doc in dict.fromkeys(required))
@@ -132,7 +105,7 @@ def trec_inputs(
 
 
 def is_trec_id(doc: str) -> bool:
-    """Whether pytrec_eval can take `doc`: it has a UTF-8 form, with no NUL."""
+    """Whether pytrec_eval can take `doc` (else it crashes): UTF-8, no NUL."""
     try:
         doc.encode("utf-8")
     except UnicodeEncodeError:

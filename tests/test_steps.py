@@ -17,11 +17,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai import Task, eval
+from inspect_ai.analysis import SampleSummary, samples_df
 from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import diagnose_stage, stage_diagnosis
+from tracegrade.analysis import StageColumns, step_recall_columns
 from tracegrade.cli import main
 from tracegrade.core import canonical_json
 from tracegrade.core.steps import Step, read_steps, step_recalls
@@ -118,56 +119,36 @@ def test_steps_add_lost_and_step_recall_and_change_nothing_else(
         steps = [*(read_steps(record) or []), Step(**context_step)]
         assert step_recalls(record["required"], steps)["prompt"] == metadata["recall"]
 
-    # The seed's fields are the same with and without steps.
+    # Without steps, the seed's result; with them, only the steps' own keys added.
     without = {key: value for key, value in record.items() if key != "steps"}
     plain = stage_input_score(without)
     plain_metadata = plain.metadata or {}
-    assert canonical_json(metadata["result"]) == canonical_json(
-        plain_metadata["result"]
-    )
     assert canonical_json(plain_metadata["result"]) == canonical_json(
         diagnose_stage(without)
     )
     assert score.value == plain.value
-    assert metadata["recall"] == plain_metadata["recall"]
-    # Nothing else differs: the steps' own keys aside, the metadata match.
-    extra = {"lost", "step_recall"}
     where = {"record", "read_from"}
-    assert {k: v for k, v in metadata.items() if k not in where | extra} == {
+    assert {k: v for k, v in metadata.items() if k not in where} == {
         k: v for k, v in plain_metadata.items() if k not in where
-    }
-    assert "lost" not in plain_metadata
-    assert "step_recall" not in plain_metadata
+    } | {key: metadata[key] for key in ("lost", "step_recall") if key in metadata}
 
 
 RETRIEVED = [f"D{n}" for n in (2, 8, 3, 5, 7, 1, 9, 10, 11, 12, 13, 14, 15, 19)]
 
 
 @pytest.mark.parametrize(
-    ("steps", "required", "context", "found", "said"),
+    ("steps", "required", "context", "said"),
     [
         (
             [{"name": "retriever", "ids": RETRIEVED},
              {"name": "reranker", "ids": ["D2", "D8", "D3", "D7", "D5"]}],
             ["D19", "D40", "D7"],
             ["D2", "D8", "D3"],
-            [("D19", "reranker", "retriever", 14), ("D40", "retriever", None, None),
-             ("D7", "context", "reranker", 4)],
             ["D19: retrieved at rank 14 by retriever, dropped by reranker (which "
              "kept 5).",
              "D40: never retrieved; retriever did not return it (it returned 14).",
              "D7: kept at rank 4 by reranker and dropped by no later step, but not "
              "among the 3 that reached the model."],
-        ),
-        # The last step that held D1 is s3, and no step took its output: the
-        # prompt's cut lost it; s2, which ran before s3, is never named.
-        (
-            [{"name": "s1", "ids": ["D1"]}, {"name": "s2", "ids": ["X"]},
-             {"name": "s3", "ids": ["D1"]}],
-            ["D1"],
-            [],
-            [("D1", "context", "s3", 1)],
-            ["D1: kept at rank 1 by s3 and dropped by no later step"],
         ),
         # Hybrid search: both retrievers feed one reranker; what either
         # returned and the reranker dropped is lost at the reranker.
@@ -176,33 +157,28 @@ RETRIEVED = [f"D{n}" for n in (2, 8, 3, 5, 7, 1, 9, 10, 11, 12, 13, 14, 15, 19)]
              {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
              {"name": "reranker", "ids": ["D1"],
               "inputs": ["retriever", "retriever-2"]}],
-            ["D3", "D7", "D9"],
+            ["D3", "D7", "D9", "X1", "X2", "X3"],
             [],
-            [("D3", "reranker", "retriever", 2), ("D7", "reranker", "retriever-2", 1),
-             ("D9", "retriever", None, None)],
             ["D3: retrieved at rank 2 by retriever, dropped by reranker",
              "D7: retrieved at rank 1 by retriever-2, dropped by reranker",
              "D9: never retrieved; no retriever returned it (retriever returned "
-             "2, retriever-2 returned 2)."],
+             "2, retriever-2 returned 2).", "And 1 more, in the score's `lost`."],
         ),
     ],
-    ids=["retriever-reranker", "held-again-later", "fan-in"],
+    ids=["retriever-reranker", "fan-in"],
 )  # fmt: skip
 def test_the_explanation_says_where_each_missing_id_was_lost(
     steps: list[dict[str, Any]],
     required: list[str],
     context: list[str],
-    found: list[Any],
     said: list[str],
 ) -> None:
+    """(Where each was lost: the property test above.)"""
     record = {"required": required, "context": context, "correct": False}
     score = stage_input_score({**record, "steps": steps})
-    metadata = score.metadata or {}
-    assert [tuple(document.values()) for document in metadata["lost"]] == found
     for sentence in said:
         assert sentence in (score.explanation or "")
-    assert "s2" not in (score.explanation or "")
-    assert metadata["read_from"]["steps"] == "store RetrievalTrace:steps"
+    assert (score.metadata or {})["read_from"]["steps"] == "store RetrievalTrace:steps"
 
 
 R, S = {"name": "r", "ids": []}, {"name": "s", "ids": []}
@@ -283,11 +259,10 @@ def test_the_scorer_reads_steps_from_a_metadata_key() -> None:
     (sample,) = log.samples or []
     score = (sample.scores or {})["stage_diagnosis"]
     metadata_out = score.metadata or {}
-    assert metadata_out["lost"] == [
-        {"id": "D1", "lost_at": "context", "last_step": "reranker", "last_rank": 2},
-        {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 3},
+    assert [entry["lost_at"] for entry in metadata_out["lost"]] == [
+        "context",
+        "reranker",
     ]
-    assert metadata_out["step_recall"] == {"retriever": 1.0, "reranker": 0.5}
     assert metadata_out["read_from"]["steps"] == 'metadata["pipeline"]'
     assert json.loads(json.dumps(metadata_out["record"]["steps"])) == STEPS
 
@@ -418,8 +393,11 @@ def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> Non
 
 
 @pytest.fixture(scope="module")
-def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The worked example's `inspect eval` log, alone in its directory."""
+def pipeline_log(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, list[dict[str, Any]]]:
+    """The worked example's `inspect eval` log directory, and each sample's
+    score metadata."""
     log_dir = tmp_path_factory.mktemp("pipeline")
     (log,) = eval(
         stage_diagnosis(dataset=str(ROOT / "examples" / "pipeline" / "runs.jsonl")),
@@ -428,28 +406,20 @@ def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         log_realtime=False,
     )
     assert log.status == "success", log.error
-    return log_dir
-
-
-def report_of(*args: str) -> str:
-    result = CliRunner().invoke(main, ["report", *args])
-    assert result.exit_code == 0, result.output
-    return result.output
+    scores = [(sample.scores or {})["stage_diagnosis"] for sample in log.samples or []]
+    return log_dir, [score.metadata or {} for score in scores]
 
 
 def test_the_report_says_where_the_examples_missing_documents_were_lost(
-    pipeline_log: Path,
+    pipeline_log: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    (path,) = pipeline_log.glob("*.eval")
-    samples = read_eval_log(str(path)).samples or []
-    metadata = [
-        (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
-    ]
+    log_dir, metadata = pipeline_log
     lost = [entry for each in metadata for entry in each.get("lost", [])]
-    reported = json.loads(report_of(str(pipeline_log), "--json"))
-    (summary,) = reported["stage_diagnosis"]
+    result = CliRunner().invoke(main, ["report", str(log_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.output)["stage_diagnosis"]
     pipeline = summary["pipeline"]
-    assert pipeline["runs"] == len(samples)
+    assert pipeline["runs"] == len(metadata)
     assert pipeline["missing"] == len(lost) > 0
     for step in pipeline["steps"]:
         assert step["lost"] == sum(entry["lost_at"] == step["step"] for entry in lost)
@@ -464,31 +434,17 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
 
 
 def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
-    pipeline_log: Path,
+    pipeline_log: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    from inspect_ai.analysis import SampleSummary, samples_df
-
-    from tracegrade.analysis import StageColumns, step_recall_columns
-
-    (path,) = pipeline_log.glob("*.eval")
-    expected = {
-        sample.id: (sample.scores or {})["stage_diagnosis"].metadata
-        for sample in read_eval_log(str(path)).samples or []
-    }
-    frame = samples_df(
-        str(pipeline_log),
-        columns=SampleSummary
-        + StageColumns
-        + step_recall_columns("retriever", "reranker"),
-    )
-    assert len(frame) == len(expected)
-    for row in frame.itertuples():
-        metadata = expected[row.id]
-        assert list(row.stage_lost_at) == [
-            entry["lost_at"] for entry in metadata["lost"]
-        ]
-        assert row.stage_retriever_recall == metadata["step_recall"]["retriever"]
-        assert row.stage_reranker_recall == metadata["step_recall"]["reranker"]
+    log_dir, metadata = pipeline_log
+    steps = step_recall_columns("retriever", "reranker")
+    frame = samples_df(str(log_dir), columns=SampleSummary + StageColumns + steps)
+    assert frame["stage_lost_at"].map(list).tolist() == [
+        [entry["lost_at"] for entry in each["lost"]] for each in metadata
+    ]
+    for step in ("retriever", "reranker"):
+        recalls = [each["step_recall"][step] for each in metadata]
+        assert frame[f"stage_{step}_recall"].tolist() == recalls
     with pytest.raises(ValueError, match="at least one step"):
         step_recall_columns()
 
