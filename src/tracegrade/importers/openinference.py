@@ -54,6 +54,7 @@ _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
 _VALUE_KINDS = ["stringValue", "boolValue", "intValue", "doubleValue", "arrayValue"]
 _VALUE_KINDS += ["kvlistValue", "bytesValue"]
+_WORDS = ("NaN", "Infinity", "-Infinity")  # a double's JSON text, not a number
 _UNREAD = {
     "boolValue": "is not true or false",
     "doubleValue": "is not a number",
@@ -155,7 +156,6 @@ class _Line(NamedTuple):
         return number
 
     def any_value(self, where: str, value: Any) -> Any:
-        """An OTLP AnyValue as Python; None when it holds nothing."""
         present = [name for name in _VALUE_KINDS if name in self.object(where, value)]
         if len(present) > 1:
             problem = "holds " + " and ".join(present) + "; an AnyValue holds one"
@@ -174,9 +174,7 @@ class _Line(NamedTuple):
             return [self.any_value(*one) for one in self.items(where, inner, "values")]
         if kind == "boolValue" and type(inner) is bool:
             return inner
-        if kind == "doubleValue" and (
-            type(inner) in (int, float) or inner in ("NaN", "Infinity", "-Infinity")
-        ):
+        if kind == "doubleValue" and (type(inner) in (int, float) or inner in _WORDS):
             return float(inner)
         if kind == "bytesValue":
             with suppress(binascii.Error, ValueError, TypeError):
@@ -214,18 +212,16 @@ class _Line(NamedTuple):
         ]
 
     def span(self, where: str, span: Any) -> Span:
-        attributes = self.attributes(where, span)
+        attributes, at = self.attributes(where, span), f"{where}."
         parent = span.get("parentSpanId", "")
         read = Span(
-            self.identifier(f"{where}.traceId", span.get("traceId"), 16),
-            self.identifier(f"{where}.spanId", span.get("spanId"), 8),
+            self.identifier(at + "traceId", span.get("traceId"), 16),
+            self.identifier(at + "spanId", span.get("spanId"), 8),
             None
             if parent in ("", None)
-            else self.identifier(f"{where}.parentSpanId", parent, 8),
-            self.text(f"{where}.name", span.get("name", "")),
-            self.integer(
-                f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
-            ),
+            else self.identifier(at + "parentSpanId", parent, 8),
+            self.text(at + "name", span.get("name", "")),
+            self.integer(at + "startTimeUnixNano", span.get("startTimeUnixNano", 0)),
             *(self, where, attributes),
         )
         # A retriever missed would read as one that found nothing: refused.
@@ -266,7 +262,6 @@ class Span:
         return value
 
     def texts(self, key: str) -> list[str]:
-        """An attribute that holds text, or an array of texts, as a list."""
         value = self.attributes.get(key)
         if type(value) is list and all(isinstance(item, str) for item in value):
             return value
@@ -276,7 +271,6 @@ class Span:
         return [] if value is None else [value]
 
     def matching(self, keys: re.Pattern[str]) -> list[str]:
-        """The texts of the attributes whose whole key `keys` matches."""
         found = [key for key in self.attributes if keys.fullmatch(key)]
         return [text for key in found for text in self.texts(key)]
 
@@ -332,10 +326,8 @@ class Span:
                 value = strict_json_loads(value)
         if type(value) is not dict or in_metadata not in value:
             problem = f"{metadata} holds no {quote(in_metadata)} and the document has "
-            raise self.refuse(
-                metadata,
-                problem + "no document.id, so what the span returned is unknown",
-            )
+            problem += "no document.id, so what the span returned is unknown"
+            raise self.refuse(metadata, problem)
         return self.document_id(metadata, value[in_metadata])
 
     def _document_list(self, name: str) -> Documents:
@@ -356,10 +348,8 @@ class Span:
                 problem = f"{form}; document {index} is {quote(document, 80)}, so what "
                 raise self.refuse(name, problem + "the span returned is unknown")
             content = document.get("document.content")
-            document_id = self.document_id(name, document["document.id"])
-            documents.append(
-                (document_id, content if isinstance(content, str) else None)
-            )
+            content = content if isinstance(content, str) else None
+            documents.append((self.document_id(name, document["document.id"]), content))
         return documents
 
 
@@ -391,9 +381,8 @@ class _Spool:
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
-            self.places.setdefault(trace_id, array("q")).extend(
-                (self.file.tell(), len(data))
-            )
+            place = (self.file.tell(), len(data))
+            self.places.setdefault(trace_id, array("q")).extend(place)
             try:
                 self.file.write(data)
             except OSError as error:
@@ -456,12 +445,10 @@ class Trace:
             found.setdefault((type(value), value), span)
         if len(found) > 1:
             (first, one), (second, other) = list(found.items())[:2]
-            problem = (
-                f"trace {quote(self.id)} has {len(found)} values for key "
-                f"{quote(name)} and no root span holding one: {quote(first[1])} "
-                f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
-                f"({other.where}); which one the trace answers would be a guess"
-            )
+            problem = f"trace {quote(self.id)} has {len(found)} values for key "
+            problem += f"{quote(name)} and no root span holding one: {quote(first[1])} "
+            problem += f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
+            problem += f"({other.where}); which one the trace answers would be a guess"
             raise InputFileError(*other.line, problem, field=name)
         return next(iter(found))[1] if found else None
 
@@ -571,15 +558,12 @@ def documents_in(
         and any(content in text for text in texts)
     ]
     if problems:
-        raise ImportRefused(
-            f"{trace}: {problems[0]}; --context last-step takes its last step's "
-            "output instead"
-        )
+        instead = "--context last-step takes its last step's output instead"
+        raise ImportRefused(f"{trace}: {problems[0]}; {instead}")
     return sorted(found, key=found.__getitem__)
 
 
 def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
-    """Where `mark` starts in `text`; an id only as a whole word."""
     start = text.find(mark)
     while start >= 0:
         end = start + len(mark)
@@ -607,7 +591,6 @@ def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
 
 
 def _answer(trace: Trace) -> str | None:
-    """The last model's output messages, else its output.value."""
     for span in reversed([s for s in trace.of(LLM) if not _builds_prompt(s)]):
         said = span.matching(_SAID)
         answer = "\n".join(said) if said else span.text(OUTPUT)
@@ -708,9 +691,10 @@ class _Import:
         self.reasons: Counter[str] = Counter()  # why the last step, in how many
         self.untyped: Counter[str] = Counter()  # traces by span name
 
-    def sample_id(self, trace: Trace, key: Key | None) -> str:
-        at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
-        id_name = rules.sample_id or rules.key
+    def record(self, trace: Trace) -> dict[str, Any]:
+        rules, at = self.rules, f"{self.path}: trace {quote(trace.id)}"
+        key, id_name = trace.key(rules.key), rules.sample_id or rules.key
+        line = None if key is None else self.gold.get((type(key), key))
         named_by = key if rules.sample_id is None else trace.key(rules.sample_id)
         if named_by is None and rules.sample_id is not None:
             problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
@@ -720,18 +704,10 @@ class _Import:
             raise ImportRefused(f"{at} {problem}")
         sample_id = trace.id if named_by is None else str(named_by)
         if sample_id in self.traces:
-            raise ImportRefused(
-                f"{self.path}: traces {quote(self.traces[sample_id])} and "
-                f"{quote(trace.id)} both have sample id {quote(sample_id)} "
-                f"({id_name}); a sample id names one run"
-            )
+            problem = f"{self.path}: traces {quote(self.traces[sample_id])} and "
+            problem += f"{quote(trace.id)} both have sample id {quote(sample_id)} "
+            raise ImportRefused(problem + f"({id_name}); a sample id names one run")
         self.traces[sample_id] = trace.id
-        return sample_id
-
-    def record(self, trace: Trace) -> dict[str, Any]:
-        key = trace.key(self.rules.key)
-        line = None if key is None else self.gold.get((type(key), key))
-        sample_id = self.sample_id(trace, key)
         record: dict[str, Any] = {}
         if line is None:
             self.unmatched.append((trace.id, key))
@@ -745,11 +721,10 @@ class _Import:
         correct, labels = None if line is None else line.correct, self.labels
         if labels is not None and sample_id in labels.labels:
             if line is not None and correct is not None:
-                raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[sample_id]}: "
-                    f"{quote(sample_id)} is already labelled by {self.gold_path}, "
-                    f"line {line.line}; a record's label comes from one file"
-                )
+                problem = f"{labels.path}, line {labels.lines[sample_id]}: "
+                problem += f"{quote(sample_id)} is already labelled by "
+                problem += f"{self.gold_path}, line {line.line}; a record's label "
+                raise LabelsRefused(problem + "comes from one file")
             correct = labels.labels[sample_id]
         fields = {"correct": correct, "question": _question(trace)}
         fields["answer"] = _answer(trace)
@@ -757,7 +732,6 @@ class _Import:
         return {"id": sample_id, "input": record}
 
     def context(self, trace: Trace, record: dict[str, Any]) -> None:
-        """The documents the model input shows, else the last step's output."""
         in_metadata = self.rules.id_in_metadata
         documents = {s.span_id: s.documents(in_metadata) for s in trace.of(*STEPS)}
         steps, contents = _steps(trace, documents), dict[str, set[str | None]]()
@@ -796,12 +770,11 @@ class _Import:
             message = f"{counted(len(unmatched), 'trace')} {verb} no line of "
             message += f"{gold_path} by {key}: {_unmatched(unmatched, key, False)}; "
             if len(unmatched) == len(self.traces):
-                message += (
-                    f"no trace matched any of its lines: {key} may vary from run "
-                    "to run of the same question (Haystack's input.value holds a "
-                    "Python set, whose order changes with each process), so key "
-                    "by an id the harness sets, such as session.id; "
-                )
+                message += f"no trace matched any of its lines: {key} may vary from "
+                message += "run to run of the same question (Haystack's input.value "
+                message += "holds a Python set, whose order changes with each "
+                message += "process), so key by an id the harness sets, such as "
+                message += "session.id; "
             message += "--allow-unmatched writes them without required"
             raise UnmatchedTraces(message)
         of = f" of {counted(len(self.traces), 'trace')}"
