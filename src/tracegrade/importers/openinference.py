@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import pickle
 import re
 import tempfile
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain
@@ -129,7 +128,7 @@ class _Line(NamedTuple):
         if len(text) == 2 * size and _HEX.fullmatch(text):
             decoded = bytes.fromhex(text)  # only hex: fromhex skips spaces
         elif len(text) == base64_size:
-            with suppress(binascii.Error, ValueError):
+            with suppress(ValueError):  # binascii.Error is one
                 decoded = base64.b64decode(text.translate(_URL_SAFE), validate=True)
         if len(decoded) != size:
             raise self.refuse(
@@ -177,7 +176,7 @@ class _Line(NamedTuple):
         if kind == "doubleValue" and (type(inner) in (int, float) or inner in _WORDS):
             return float(inner)
         if kind == "bytesValue":
-            with suppress(binascii.Error, ValueError, TypeError):
+            with suppress(ValueError, TypeError):
                 return base64.b64decode(inner, validate=True)
         raise self.refuse(where, f"{quote(inner, 80)} {_UNREAD[kind]}")
 
@@ -511,9 +510,7 @@ def _strings(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def documents_in(
-    texts: Sequence[str], contents: dict[str, list[str]], trace: str
-) -> list[str]:
+def _shown(texts: list[str], contents: dict[str, list[str]], trace: str) -> list[str]:
     """The documents the texts show by whole-word id or unique content, in order."""
     owners: dict[str, list[str]] = {}
     for document, texts_of in contents.items():
@@ -744,7 +741,7 @@ class _Import:
             if texts:
                 known = {d: [t for t in found if t] for d, found in contents.items()}
                 at = f"{self.path}: trace {quote(trace.id)}"
-                context = documents_in(texts, known, at)
+                context = _shown(texts, known, at)
                 if all(known[d] or d in context for d in known):
                     record |= {"context": context} | ({"steps": steps} if steps else {})
                     return
