@@ -1,5 +1,4 @@
-"""`tracegrade import`: other tools' files as records, every command one shape:
-its inputs, the importer's records, and the shared options, output and notes."""
+"""`tracegrade import`: other tools' files as records, every command one shape."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ _SHARED_OPTIONS = [
 ]
 
 
-# An importer's inputs, its records (read once iterated), their noun, and its
-# notes (complete once the records are).
+# Inputs, records (read once iterated), their noun, notes (complete after them).
 Shape = tuple[list[str], Iterable[dict[str, Any]], str, list[str]]
 
 
