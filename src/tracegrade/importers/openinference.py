@@ -221,7 +221,7 @@ class _Line(NamedTuple):
             else self.identifier(at + "parentSpanId", parent, 8),
             self.text(at + "name", span.get("name", "")),
             self.integer(at + "startTimeUnixNano", span.get("startTimeUnixNano", 0)),
-            *(self, where, attributes),
+            *(self, where, attributes, attributes.get(KIND)),
         )
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
@@ -243,10 +243,7 @@ class Span:
     line: _Line
     where: str
     attributes: dict[str, Any]
-
-    @property
-    def kind(self) -> Any:
-        return self.attributes.get(KIND)
+    kind: Any
 
     def refuse(self, key: str, problem: str) -> InputFileError:
         where = self.where
@@ -502,7 +499,7 @@ def _model_input(trace: Trace) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
-    """The texts in a JSON value, in order (strict_json_loads bounds its depth)."""
+    # strict_json_loads bounds the depth
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, list):
@@ -599,11 +596,10 @@ def _answer(trace: Trace) -> str | None:
 def _question(trace: Trace) -> str | None:
     """The root's input.value unless JSON, else the first retriever's (or `query`)."""
     root, retrievers = trace.root, trace.of(RETRIEVER)
-    question = None if root is None else root.text(INPUT)
-    if root is None or question is None or not retrievers:
-        return question
-    text = retrievers[0].text(INPUT)
-    if root.attributes.get(MIME) != JSON_MIME or text is None:
+    if root is None or (question := root.text(INPUT)) is None:
+        return None
+    text = retrievers[0].text(INPUT) if retrievers else None
+    if text is None or root.attributes.get(MIME) != JSON_MIME:
         return question
     if retrievers[0].attributes.get(MIME) != JSON_MIME:
         return text
@@ -735,26 +731,21 @@ class _Import:
         for document, content in chain.from_iterable(documents.values()):
             contents.setdefault(document, set()).add(content)
         self.untyped.update(list(dict.fromkeys(_untyped(trace, contents))))
-        why = None
+        known = {d: [t for t in found if t] for d, found in contents.items()}
+        texts = _model_input(trace) if self.rules.context == MODEL_INPUT else []
+        context = _shown(texts, known, f"{self.path}: trace {quote(trace.id)}")
+        if texts and all(known[d] or d in context for d in known):
+            record |= {"context": context} | ({"steps": steps} if steps else {})
+            return
         if self.rules.context == MODEL_INPUT:
-            texts, why = _model_input(trace), "no LLM span shows its input"
-            if texts:
-                known = {d: [t for t in found if t] for d, found in contents.items()}
-                at = f"{self.path}: trace {quote(trace.id)}"
-                context = _shown(texts, known, at)
-                if all(known[d] or d in context for d in known):
-                    record |= {"context": context} | ({"steps": steps} if steps else {})
-                    return
-                why = "a document with no content that no model input names by id"
-        if why is not None:
+            why = "a document with no content that no model input names by id"
+            self.reasons[why if texts else "no LLM span shows its input"] += 1
             self.last_step.append(trace.id)
-            self.reasons[why] += 1
-        if not any(step["name"].startswith("reranker") for step in steps):
-            record["context"] = [
-                d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]
-            ]
-        else:
+        if any(step["name"].startswith("reranker") for step in steps):
             record |= {"context": list(steps[-1]["ids"]), "steps": steps}
+        else:
+            retrieved = [documents[span.span_id] for span in trace.of(RETRIEVER)]
+            record["context"] = [d for d, _ in chain.from_iterable(retrieved)]
 
     def notes(self) -> list[str]:
         """The notes, once every trace is a record; or the unmatched refused."""
