@@ -39,16 +39,14 @@ RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
 STEPS, TYPED = (RETRIEVER, RERANKER), (RETRIEVER, RERANKER, LLM, PROMPT)
 INPUT, OUTPUT, MIME = "input.value", "output.value", "input.mime_type"
 DOCUMENTS = {RETRIEVER: "retrieval.documents", RERANKER: "reranker.output_documents"}
-JSON_MIME = "application/json"
-MODEL_INPUT = "model-input"
+JSON_MIME, MODEL_INPUT = "application/json", "model-input"
 # An LLM span's attributes holding what its model was given, and what it said.
 _GIVEN = re.compile(
     r"llm\.prompts|llm\.(input_messages|prompts)\.(.*\.)?(content|text)", re.S
 )
 _SAID = re.compile(r"llm\.output_messages\.(.*\.)?content", re.S)
 
-_DIGITS = re.compile(r"[+-]?[0-9]+")
-_HEX = re.compile(r"[0-9a-fA-F]+")
+_DIGITS, _HEX = re.compile(r"[+-]?[0-9]+"), re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
 _VALUE_KINDS = ["stringValue", "boolValue", "intValue", "doubleValue", "arrayValue"]
@@ -288,8 +286,6 @@ class Span:
             problem = f"{self.kind} span {quote(self.span_id)} gives its documents "
             problem += f"twice: as {name} and as {name}.N.document.* attributes"
             raise self.refuse(name, problem)
-        if name in self.attributes:
-            return self._document_list(name)
         fields: dict[int, dict[str, str]] = {}
         for key in flat:
             if not (found := _FLAT.fullmatch(key, len(name) + 1)):
@@ -301,6 +297,26 @@ class Span:
             document_id = self._flat_id(name, index, keys, in_metadata)
             content = self.text(keys["content"]) if "content" in keys else None
             documents.append((document_id, content))
+        if name not in self.attributes:
+            return documents
+        value = self.attributes[name]
+        form = f"{name} must be an array of objects each holding document.id "
+        form += "(or a JSON text of one)"
+        if isinstance(value, str):
+            try:
+                value = strict_json_loads(value)
+            except ValueError as error:
+                problem = f"{form}; its text is not JSON ({error})"
+                raise self.refuse(name, problem) from None
+        if type(value) is not list:
+            raise self.refuse(name, f"{form}, got {quote(value, 80)}")
+        for index, document in enumerate(value):
+            if type(document) is not dict or "document.id" not in document:
+                problem = f"{form}; document {index} is {quote(document, 80)}, so what "
+                raise self.refuse(name, problem + "the span returned is unknown")
+            content = document.get("document.content")
+            content = content if isinstance(content, str) else None
+            documents.append((self.document_id(name, document["document.id"]), content))
         return documents
 
     def _flat_id(
@@ -325,28 +341,6 @@ class Span:
             problem += "no document.id, so what the span returned is unknown"
             raise self.refuse(metadata, problem)
         return self.document_id(metadata, value[in_metadata])
-
-    def _document_list(self, name: str) -> Documents:
-        value = self.attributes[name]
-        form = f"{name} must be an array of objects each holding document.id "
-        form += "(or a JSON text of one)"
-        if isinstance(value, str):
-            try:
-                value = strict_json_loads(value)
-            except ValueError as error:
-                problem = f"{form}; its text is not JSON ({error})"
-                raise self.refuse(name, problem) from None
-        if type(value) is not list:
-            raise self.refuse(name, f"{form}, got {quote(value, 80)}")
-        documents = []
-        for index, document in enumerate(value):
-            if type(document) is not dict or "document.id" not in document:
-                problem = f"{form}; document {index} is {quote(document, 80)}, so what "
-                raise self.refuse(name, problem + "the span returned is unknown")
-            content = document.get("document.content")
-            content = content if isinstance(content, str) else None
-            documents.append((self.document_id(name, document["document.id"]), content))
-        return documents
 
 
 class _Spool:
@@ -633,12 +627,10 @@ def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
             for position, item in enumerate(field if type(field) is list else []):
                 line.text(f"{name}[{position}]", item)
         key = value["key"]
-        if earlier := gold.get((type(key), key)):
+        if earlier := gold.get(typed := (type(key), key)):
             problem = f"key {quote(key)} is already on line {earlier.line}; one "
             raise line.refuse("key", problem + "gold line per key")
-        gold[type(key), key] = GoldLine(
-            key, value["required"], value.get("correct"), number
-        )
+        gold[typed] = GoldLine(key, value["required"], value.get("correct"), number)
     if not gold:
         problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
         raise InputFileError(path, None, problem)
@@ -689,11 +681,10 @@ class _Import:
         key, id_name = trace.key(rules.key), rules.sample_id or rules.key
         line = None if key is None else self.gold.get((type(key), key))
         named_by = key if rules.sample_id is None else trace.key(rules.sample_id)
-        if named_by is None and rules.sample_id is not None:
-            problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
-            raise ImportRefused(f"{at} {problem}")
-        if named_by == "":
+        if named_by == "" or (named_by is None and rules.sample_id is not None):
             problem = f"has an empty {id_name}, which cannot name a record"
+            if named_by is None:
+                problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
             raise ImportRefused(f"{at} {problem}")
         sample_id = trace.id if named_by is None else str(named_by)
         if sample_id in self.traces:
