@@ -129,12 +129,10 @@ class _Line(NamedTuple):
             with suppress(ValueError):  # binascii.Error is one
                 decoded = base64.b64decode(text.translate(_URL_SAFE), validate=True)
         if len(decoded) != size:
-            raise self.refuse(
-                where,
-                f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
-                f"id, as {2 * size} hex digits (OTLP JSON) or {base64_size} "
-                "base64 characters (protobuf's JSON mapping)",
-            )
+            problem = f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}"
+            problem += f"-byte id, as {2 * size} hex digits (OTLP JSON) or "
+            problem += f"{base64_size} base64 characters (protobuf's JSON mapping)"
+            raise self.refuse(where, problem)
         if not any(decoded):
             raise self.refuse(where, f"{quote(text, 80)} is all zeros, an invalid id")
         return decoded.hex()
@@ -326,12 +324,10 @@ class Span:
             return self.document_id(keys["id"], self.attributes[keys["id"]])
         metadata = keys.get("metadata")
         if in_metadata is None or metadata is None:
-            raise self.refuse(
-                next(iter(keys.values())),
-                f"document {index} of {self.kind} span {quote(self.span_id)} has no "
-                f"{name}.{index}.document.id, so what it returned is unknown "
-                "(--id-in-metadata KEY reads it from its metadata)",
-            )
+            problem = f"document {index} of {self.kind} span {quote(self.span_id)} "
+            problem += f"has no {name}.{index}.document.id, so what it returned is "
+            problem += "unknown (--id-in-metadata KEY reads it from its metadata)"
+            raise self.refuse(next(iter(keys.values())), problem)
         value = self.attributes[metadata]  # LangChain records no document.id
         if isinstance(value, str):
             with suppress(ValueError):
@@ -361,12 +357,10 @@ class _Spool:
             if (number := int(span.span_id, 16)) in seen:
                 earlier = [*self.read(span.trace_id), *by_trace.get(span.trace_id, [])]
                 first = next(o for o in earlier if o.span_id == span.span_id)
-                raise span.line.refuse(
-                    f"{span.where}.spanId",
-                    f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-                    f"is already on line {first.line.number} ({first.where}); a span "
-                    "exported twice",
-                )
+                problem = f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+                problem += f"is already on line {first.line.number} ({first.where}); "
+                problem += "a span exported twice"
+                raise span.line.refuse(f"{span.where}.spanId", problem)
             seen.add(number)
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
