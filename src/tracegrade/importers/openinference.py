@@ -559,8 +559,6 @@ def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
     """Untyped spans outputting documents, over no typed span: rankers typed CHAIN."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
-    if not marks:
-        return []
     holding = [
         span
         for span in trace.spans
