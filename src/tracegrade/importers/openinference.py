@@ -45,7 +45,7 @@ _GIVEN = re.compile(
     r"llm\.prompts|llm\.(input_messages|prompts)\.(.*\.)?(content|text)", re.S
 )
 _SAID = re.compile(r"llm\.output_messages\.(.*\.)?content", re.S)
-
+_SURROGATE = "{} holds a lone surrogate, which no log can hold"
 _DIGITS, _HEX = re.compile(r"[+-]?[0-9]+"), re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
@@ -86,10 +86,6 @@ class UnmatchedTraces(ImportRefused):
     exit_code = 2
 
 
-def _surrogate(value: str) -> str:
-    return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
-
-
 class _Line(NamedTuple):
     """One line of a JSON Lines file, whose fields are refused by their path."""
 
@@ -117,7 +113,7 @@ class _Line(NamedTuple):
         if not isinstance(value, str):
             raise self.refuse(where, f"must be text, got {quote(value, 80)}")
         if has_lone_surrogate(value):
-            raise self.refuse(where, _surrogate(value))
+            raise self.refuse(where, _SURROGATE.format(quote(value, 80)))
         return value
 
     def identifier(self, where: str, value: Any, size: int) -> str:
@@ -273,7 +269,7 @@ class Span:
             problem = f"document id {quote(value, 80)} is neither text nor an integer"
             raise self.refuse(key, problem)
         if has_lone_surrogate(value):
-            raise self.refuse(key, f"document id {_surrogate(value)}")
+            raise self.refuse(key, "document id " + _SURROGATE.format(quote(value, 80)))
         return value
 
     def documents(self, in_metadata: str | None) -> Documents:
