@@ -520,24 +520,22 @@ def _shown(texts: list[str], contents: dict[str, list[str]], trace: str) -> list
             inside.setdefault(document, covers[0])
         else:
             found[document] = min(found.get(document, (number, start)), (number, start))
-    problems = [
-        f"document {quote(document)} shows in the model's input only inside "
-        f"document {quote(cover[3])}'s {'id' if cover[4] else 'content'}, so "
-        "whether it reached the model has two readings"
-        for document, cover in inside.items()
-        if document not in found
-    ] + [
-        f"documents {' and '.join(quote(d) for d in documents[:2])} have the same "
-        "content, which the model's input holds, and neither id shows there: "
-        "which reached the model has two readings"
-        for content, documents in owners.items()
-        if len(documents) > 1
-        and not any(document in found for document in documents)
-        and any(content in text for text in texts)
-    ]
-    if problems:
-        instead = "--context last-step takes its last step's output instead"
-        raise ImportRefused(f"{trace}: {problems[0]}; {instead}")
+    instead = "--context last-step takes its last step's output instead"
+    for document, cover in inside.items():
+        if document not in found:
+            by = "id" if cover[4] else "content"
+            problem = f"document {quote(document)} shows in the model's input only "
+            problem += f"inside document {quote(cover[3])}'s {by}, so whether it "
+            problem += "reached the model has two readings"
+            raise ImportRefused(f"{trace}: {problem}; {instead}")
+    for content, documents in owners.items():
+        unshown = len(documents) > 1 and not any(d in found for d in documents)
+        if unshown and any(content in text for text in texts):
+            shown = " and ".join(quote(d) for d in documents[:2])
+            problem = f"documents {shown} have the same content, which the model's "
+            problem += "input holds, and neither id shows there: which reached the "
+            problem += "model has two readings"
+            raise ImportRefused(f"{trace}: {problem}; {instead}")
     return sorted(found, key=found.__getitem__)
 
 
