@@ -1,5 +1,4 @@
-"""`tracegrade import`: other tools' files as records, every command one shape:
-its inputs, the importer's records, and the shared options, output and notes."""
+"""`tracegrade import`: other tools' files as records, every command one shape."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ _SHARED_OPTIONS = [
 ]
 
 
-# An importer's inputs, its records (read once iterated), their noun, and its
-# notes (complete once the records are).
+# Inputs, records (read once iterated), their noun, notes (complete after them).
 Shape = tuple[list[str], Iterable[dict[str, Any]], str, list[str]]
 
 
@@ -95,12 +93,9 @@ def _write(
     def write_parquet(handle: IO[bytes]) -> None:
         import pyarrow.parquet as pq
 
-        from ..table import ScoreTableError, records_table
+        from ..table import records_table  # importers write only its columns
 
-        try:
-            pq.write_table(records_table(list(counted()), "stage_diagnosis"), handle)
-        except ScoreTableError as error:
-            raise click.ClickException(str(error)) from None
+        pq.write_table(records_table(list(counted()), "stage_diagnosis"), handle)
 
     try:
         if output is not None:
@@ -125,11 +120,8 @@ def _write(
         click.echo(f"note: {note}", err=True)
     if unlabelled:
         why = f"no label in {labels}" if labels else "no label (no --labels given)"
-        click.echo(
-            f"note: {unlabelled} of {count} {noun} have required documents and "
-            f"{why}; they score answer-label until labelled",
-            err=True,
-        )
+        note = f"{unlabelled} of {count} {noun} have required documents and {why}"
+        click.echo(f"note: {note}; they score answer-label until labelled", err=True)
     if output is not None:
         click.echo(f"{count} records written to {output}", err=True)
 

@@ -1,5 +1,4 @@
-"""What the importers share: refusals naming file, line and field, and labels
-only from a labels file, never guessed."""
+"""What the importers share: refusals naming file, line and field; labels read."""
 
 from __future__ import annotations
 

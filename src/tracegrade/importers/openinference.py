@@ -1,19 +1,18 @@
-"""OpenInference traces (OTLP JSON Lines) as stage-diagnosis records, one per trace,
-read once into an unnamed spool so memory holds one trace."""
+"""OpenInference traces (OTLP JSON) as stage-diagnosis records, one per trace."""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import pickle
 import re
 import tempfile
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,24 +36,32 @@ if TYPE_CHECKING:
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
-STEPS = (RETRIEVER, RERANKER)
+STEPS, TYPED = (RETRIEVER, RERANKER), (RETRIEVER, RERANKER, LLM, PROMPT)
 INPUT, OUTPUT, MIME = "input.value", "output.value", "input.mime_type"
 DOCUMENTS = {RETRIEVER: "retrieval.documents", RERANKER: "reranker.output_documents"}
-JSON_MIME = "application/json"
-MODEL_INPUT = "model-input"
-
-_DIGITS = re.compile(r"[+-]?[0-9]+")
-_HEX = re.compile(r"[0-9a-fA-F]+")
+JSON_MIME, MODEL_INPUT = "application/json", "model-input"
+# An LLM span's attributes holding what its model was given, and what it said.
+_GIVEN = re.compile(
+    r"llm\.prompts|llm\.(input_messages|prompts)\.(.*\.)?(content|text)", re.S
+)
+_SAID = re.compile(r"llm\.output_messages\.(.*\.)?content", re.S)
+_SURROGATE = "{} holds a lone surrogate, which no log can hold"
+_DIGITS, _HEX = re.compile(r"[+-]?[0-9]+"), re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
-_VALUE_KINDS = (
-    *("stringValue", "boolValue", "intValue", "doubleValue"),
-    *("arrayValue", "kvlistValue", "bytesValue"),
-)
+_VALUE_KINDS = ["stringValue", "boolValue", "intValue", "doubleValue", "arrayValue"]
+_VALUE_KINDS += ["kvlistValue", "bytesValue"]
+_WORDS = ("NaN", "Infinity", "-Infinity")  # a double's JSON text, not a number
 _UNREAD = {
     "boolValue": "is not true or false",
     "doubleValue": "is not a number",
     "bytesValue": "is not base64",
+}
+# Each gold field's JSON types, and the refusal of a value of another type.
+_GOLD = {
+    "key": ((str, int), "{} is neither text nor an integer"),
+    "required": ((list,), "must be a list of document ids, got {}"),
+    "correct": ((bool, type(None)), "must be true, false or absent, got {}"),
 }
 
 Key = str | int
@@ -77,10 +84,6 @@ class UnmatchedTraces(ImportRefused):
     """Traces that match no gold line, with no --allow-unmatched."""
 
     exit_code = 2
-
-
-def _surrogate(value: str) -> str:
-    return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
 
 
 class _Line(NamedTuple):
@@ -110,36 +113,33 @@ class _Line(NamedTuple):
         if not isinstance(value, str):
             raise self.refuse(where, f"must be text, got {quote(value, 80)}")
         if has_lone_surrogate(value):
-            raise self.refuse(where, _surrogate(value))
+            raise self.refuse(where, _SURROGATE.format(quote(value, 80)))
         return value
 
     def identifier(self, where: str, value: Any, size: int) -> str:
         """Hex (OTLP JSON) or base64 (protobuf's JSON): their lengths differ."""
-        text, decoded, base64_size = self.text(where, value), None, 4 * -(-size // 3)
+        text, decoded, base64_size = self.text(where, value), b"", 4 * -(-size // 3)
         if len(text) == 2 * size and _HEX.fullmatch(text):
             decoded = bytes.fromhex(text)  # only hex: fromhex skips spaces
         elif len(text) == base64_size:
-            with suppress(binascii.Error, ValueError):
+            with suppress(ValueError):  # binascii.Error is one
                 decoded = base64.b64decode(text.translate(_URL_SAFE), validate=True)
-        if decoded is None or len(decoded) != size:
-            raise self.refuse(
-                where,
-                f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
-                f"id, as {2 * size} hex digits (OTLP JSON) or {base64_size} "
-                "base64 characters (protobuf's JSON mapping)",
-            )
+        if len(decoded) != size:
+            problem = f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}"
+            problem += f"-byte id, as {2 * size} hex digits (OTLP JSON) or "
+            problem += f"{base64_size} base64 characters (protobuf's JSON mapping)"
+            raise self.refuse(where, problem)
         if not any(decoded):
             raise self.refuse(where, f"{quote(text, 80)} is all zeros, an invalid id")
         return decoded.hex()
 
     def integer(self, where: str, value: Any) -> int:
         """A 64-bit integer, which protobuf's JSON writes as text or a number."""
+        number = value if type(value) is int else None
         if isinstance(value, str) and _DIGITS.fullmatch(value):
             # Past 20 digits, past 64 bits (and past int()'s limit, at 4,300).
             number = int(value) if len(value.lstrip("+-")) <= 20 else 2**64
-        elif type(value) is int:
-            number = value
-        else:
+        if number is None:
             raise self.refuse(where, f"{quote(value, 80)} is not an integer")
         if not -(2**63) <= number < 2**64:
             problem = f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
@@ -147,7 +147,6 @@ class _Line(NamedTuple):
         return number
 
     def any_value(self, where: str, value: Any) -> Any:
-        """An OTLP AnyValue as Python; None when it holds nothing."""
         present = [name for name in _VALUE_KINDS if name in self.object(where, value)]
         if len(present) > 1:
             problem = "holds " + " and ".join(present) + "; an AnyValue holds one"
@@ -161,35 +160,31 @@ class _Line(NamedTuple):
         if kind == "intValue":
             return self.integer(where, inner)
         if kind == "kvlistValue":
-            return self.attributes(where, inner, "values")[0]
+            return self.attributes(where, inner, "values")
         if kind == "arrayValue":
-            values = self.items(where, inner, "values")
-            return [self.any_value(at, item) for at, item in values]
+            return [self.any_value(*one) for one in self.items(where, inner, "values")]
         if kind == "boolValue" and type(inner) is bool:
             return inner
-        if kind == "doubleValue" and (
-            type(inner) in (int, float) or inner in ("NaN", "Infinity", "-Infinity")
-        ):
+        if kind == "doubleValue" and (type(inner) in (int, float) or inner in _WORDS):
             return float(inner)
         if kind == "bytesValue":
-            with suppress(binascii.Error, ValueError, TypeError):
+            with suppress(ValueError, TypeError):
                 return base64.b64decode(inner, validate=True)
         raise self.refuse(where, f"{quote(inner, 80)} {_UNREAD[kind]}")
 
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Attributes by key, and where each was read; a key given twice is refused."""
+    ) -> dict[str, Any]:
+        """Attributes by key, in order (a key's index is its item's, for refusals)."""
         attributes: dict[str, Any] = {}
-        paths: dict[str, str] = {}
         for path, item in self.items(where, parent, name):
             key = self.text(f"{path}.key", self.object(path, item).get("key"))
             if key in attributes:
-                problem = f"attribute {quote(key)} is already given at {paths[key]}"
+                first = f"{path.rpartition('[')[0]}[{list(attributes).index(key)}]"
+                problem = f"attribute {quote(key)} is already given at {first}"
                 raise self.refuse(f"{path}.key", problem)
             attributes[key] = self.any_value(f"{path}.value", item.get("value", {}))
-            paths[key] = path
-        return attributes, paths
+        return attributes
 
     def spans(self, request: dict[str, Any]) -> list[Span]:
         if "resourceSpans" not in request:
@@ -208,19 +203,17 @@ class _Line(NamedTuple):
         ]
 
     def span(self, where: str, span: Any) -> Span:
-        attributes, paths = self.attributes(where, span)
+        attributes, at = self.attributes(where, span), f"{where}."
         parent = span.get("parentSpanId", "")
         read = Span(
-            self.identifier(f"{where}.traceId", span.get("traceId"), 16),
-            self.identifier(f"{where}.spanId", span.get("spanId"), 8),
+            self.identifier(at + "traceId", span.get("traceId"), 16),
+            self.identifier(at + "spanId", span.get("spanId"), 8),
             None
             if parent in ("", None)
-            else self.identifier(f"{where}.parentSpanId", parent, 8),
-            self.text(f"{where}.name", span.get("name", "")),
-            self.integer(
-                f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
-            ),
-            *(self, where, attributes, paths),
+            else self.identifier(at + "parentSpanId", parent, 8),
+            self.text(at + "name", span.get("name", "")),
+            self.integer(at + "startTimeUnixNano", span.get("startTimeUnixNano", 0)),
+            *(self, where, attributes, attributes.get(KIND)),
         )
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
@@ -242,14 +235,13 @@ class Span:
     line: _Line
     where: str
     attributes: dict[str, Any]
-    paths: dict[str, str]
-
-    @property
-    def kind(self) -> Any:
-        return self.attributes.get(KIND)
+    kind: Any
 
     def refuse(self, key: str, problem: str) -> InputFileError:
-        return self.line.refuse(self.paths.get(key, self.where), problem)
+        where = self.where
+        if key in self.attributes:
+            where += f".attributes[{list(self.attributes).index(key)}]"
+        return self.line.refuse(where, problem)
 
     def text(self, key: str) -> str | None:
         value = self.attributes.get(key)
@@ -258,7 +250,6 @@ class Span:
         return value
 
     def texts(self, key: str) -> list[str]:
-        """An attribute that holds text, or an array of texts, as a list."""
         value = self.attributes.get(key)
         if type(value) is list and all(isinstance(item, str) for item in value):
             return value
@@ -267,6 +258,10 @@ class Span:
             raise self.refuse(key, problem)
         return [] if value is None else [value]
 
+    def matching(self, keys: re.Pattern[str]) -> list[str]:
+        found = [key for key in self.attributes if keys.fullmatch(key)]
+        return [text for key in found for text in self.texts(key)]
+
     def document_id(self, key: str, value: Any) -> str:
         if type(value) is int:
             return str(value)
@@ -274,7 +269,7 @@ class Span:
             problem = f"document id {quote(value, 80)} is neither text nor an integer"
             raise self.refuse(key, problem)
         if has_lone_surrogate(value):
-            raise self.refuse(key, f"document id {_surrogate(value)}")
+            raise self.refuse(key, "document id " + _SURROGATE.format(quote(value, 80)))
         return value
 
     def documents(self, in_metadata: str | None) -> Documents:
@@ -285,48 +280,19 @@ class Span:
             problem = f"{self.kind} span {quote(self.span_id)} gives its documents "
             problem += f"twice: as {name} and as {name}.N.document.* attributes"
             raise self.refuse(name, problem)
-        if name in self.attributes:
-            return self._document_list(name)
         fields: dict[int, dict[str, str]] = {}
         for key in flat:
             if not (found := _FLAT.fullmatch(key, len(name) + 1)):
                 problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
                 raise self.refuse(key, problem + "an index without leading zeros")
             fields.setdefault(int(found[1]), {})[found[2]] = key
-        return [
-            (
-                self._flat_id(name, index, keys, in_metadata),
-                keys.get("content") and self.text(keys["content"]),
-            )
-            for index, keys in sorted(fields.items())
-        ]
-
-    def _flat_id(
-        self, name: str, index: int, keys: dict[str, str], in_metadata: str | None
-    ) -> str:
-        if "id" in keys:
-            return self.document_id(keys["id"], self.attributes[keys["id"]])
-        if in_metadata is None or "metadata" not in keys:
-            raise self.refuse(
-                next(iter(keys.values())),
-                f"document {index} of {self.kind} span {quote(self.span_id)} has no "
-                f"{name}.{index}.document.id, so what it returned is unknown "
-                "(--id-in-metadata KEY reads it from its metadata)",
-            )
-        # LangChain's instrumentor records no document.id.
-        value = self.attributes[keys["metadata"]]
-        if isinstance(value, str):
-            with suppress(ValueError):
-                value = strict_json_loads(value)
-        if type(value) is not dict or in_metadata not in value:
-            raise self.refuse(
-                keys["metadata"],
-                f"{keys['metadata']} holds no {quote(in_metadata)} and the document "
-                "has no document.id, so what the span returned is unknown",
-            )
-        return self.document_id(keys["metadata"], value[in_metadata])
-
-    def _document_list(self, name: str) -> Documents:
+        documents = []
+        for index, keys in sorted(fields.items()):
+            document_id = self._flat_id(name, index, keys, in_metadata)
+            content = self.text(keys["content"]) if "content" in keys else None
+            documents.append((document_id, content))
+        if name not in self.attributes:
+            return documents
         value = self.attributes[name]
         form = f"{name} must be an array of objects each holding document.id "
         form += "(or a JSON text of one)"
@@ -338,20 +304,35 @@ class Span:
                 raise self.refuse(name, problem) from None
         if type(value) is not list:
             raise self.refuse(name, f"{form}, got {quote(value, 80)}")
-        documents = []
         for index, document in enumerate(value):
             if type(document) is not dict or "document.id" not in document:
-                raise self.refuse(
-                    name,
-                    f"{form}; document {index} is {quote(document, 80)}, so what "
-                    "the span returned is unknown",
-                )
+                problem = f"{form}; document {index} is {quote(document, 80)}, so what "
+                raise self.refuse(name, problem + "the span returned is unknown")
             content = document.get("document.content")
-            document_id = self.document_id(name, document["document.id"])
-            documents.append(
-                (document_id, content if isinstance(content, str) else None)
-            )
+            content = content if isinstance(content, str) else None
+            documents.append((self.document_id(name, document["document.id"]), content))
         return documents
+
+    def _flat_id(
+        self, name: str, index: int, keys: dict[str, str], in_metadata: str | None
+    ) -> str:
+        if "id" in keys:
+            return self.document_id(keys["id"], self.attributes[keys["id"]])
+        metadata = keys.get("metadata")
+        if in_metadata is None or metadata is None:
+            problem = f"document {index} of {self.kind} span {quote(self.span_id)} "
+            problem += f"has no {name}.{index}.document.id, so what it returned is "
+            problem += "unknown (--id-in-metadata KEY reads it from its metadata)"
+            raise self.refuse(next(iter(keys.values())), problem)
+        value = self.attributes[metadata]  # LangChain records no document.id
+        if isinstance(value, str):
+            with suppress(ValueError):
+                value = strict_json_loads(value)
+        if type(value) is not dict or in_metadata not in value:
+            problem = f"{metadata} holds no {quote(in_metadata)} and the document has "
+            problem += "no document.id, so what the span returned is unknown"
+            raise self.refuse(metadata, problem)
+        return self.document_id(metadata, value[in_metadata])
 
 
 class _Spool:
@@ -369,16 +350,14 @@ class _Spool:
         by_trace: dict[str, list[Span]] = {}
         for span in spans:
             seen = self.span_ids.setdefault(span.trace_id, set())
-            if int(span.span_id, 16) in seen:
+            if (number := int(span.span_id, 16)) in seen:
                 earlier = [*self.read(span.trace_id), *by_trace.get(span.trace_id, [])]
                 first = next(o for o in earlier if o.span_id == span.span_id)
-                raise span.line.refuse(
-                    f"{span.where}.spanId",
-                    f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-                    f"is already on line {first.line.number} ({first.where}); a span "
-                    "exported twice",
-                )
-            seen.add(int(span.span_id, 16))
+                problem = f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+                problem += f"is already on line {first.line.number} ({first.where}); "
+                problem += "a span exported twice"
+                raise span.line.refuse(f"{span.where}.spanId", problem)
+            seen.add(number)
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
@@ -428,11 +407,8 @@ class Trace:
                 path.append(index[at])
                 at = self.parents[at]
             if at in index:
-                raise span.refuse(
-                    "",
-                    f"span {quote(span.span_id)} of trace {quote(self.id)} is its "
-                    "own ancestor (its parents loop)",
-                )
+                problem = f"span {quote(span.span_id)} of trace {quote(self.id)} is "
+                raise span.refuse("", problem + "its own ancestor (its parents loop)")
             paths[span.span_id] = path[::-1]
         return sorted(self.spans, key=lambda span: paths[span.span_id])
 
@@ -449,12 +425,10 @@ class Trace:
             found.setdefault((type(value), value), span)
         if len(found) > 1:
             (first, one), (second, other) = list(found.items())[:2]
-            problem = (
-                f"trace {quote(self.id)} has {len(found)} values for key "
-                f"{quote(name)} and no root span holding one: {quote(first[1])} "
-                f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
-                f"({other.where}); which one the trace answers would be a guess"
-            )
+            problem = f"trace {quote(self.id)} has {len(found)} values for key "
+            problem += f"{quote(name)} and no root span holding one: {quote(first[1])} "
+            problem += f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
+            problem += f"({other.where}); which one the trace answers would be a guess"
             raise InputFileError(*other.line, problem, field=name)
         return next(iter(found))[1] if found else None
 
@@ -462,22 +436,18 @@ class Trace:
 def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]]:
     """Steps as outputs were ready; one wrapping its kind alike is one (LlamaIndex)."""
     spans = [span for span in trace.post_order() if span.kind in STEPS]
-    wrapping = trace.above(spans)
+    ids = {span.span_id: [d for d, _ in documents[span.span_id]] for span in spans}
+    wrapping, counts = trace.above(spans), dict[str, int]()
     steps: list[dict[str, Any]] = []
     unread: list[str] = []
-    counts: dict[str, int] = {}
-    previous: tuple[Span, list[str]] | None = None
-    for span in spans:
-        ids = [document for document, _ in documents[span.span_id]]
-        same = (
+    for previous, span in zip([None, *spans], spans, strict=False):
+        if (
             previous is not None
-            and previous[0].kind == span.kind
-            and previous[1] in (ids, [])
-            and span.span_id in trace.above([previous[0]])
-        )
-        previous = (span, ids)
-        if same:
-            steps[-1]["ids"] = ids
+            and previous.kind == span.kind
+            and ids[previous.span_id] in (ids[span.span_id], [])
+            and span.span_id in trace.above([previous])
+        ):
+            steps[-1]["ids"] = ids[span.span_id]
             continue
         counts[span.kind] = count = counts.get(span.kind, 0) + 1
         name = span.kind.lower() + ("" if count == 1 else f"-{count}")
@@ -485,8 +455,8 @@ def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]
             inputs, unread = [], [*unread, name]
         else:
             inputs, unread = unread, [name]
-        step: dict[str, Any] = {"name": name, "ids": ids}
-        if inputs != [last["name"] for last in steps[-1:]]:
+        step: dict[str, Any] = {"name": name, "ids": ids[span.span_id]}
+        if inputs != [before["name"] for before in steps[-1:]]:
             step["inputs"] = inputs
         steps.append(step)
     return steps
@@ -504,37 +474,24 @@ def _model_input(trace: Trace) -> list[str]:
         if _builds_prompt(span):
             texts += span.texts(OUTPUT)
             continue
-        given = [
-            text
-            for key in span.attributes
-            if key == "llm.prompts"
-            or (
-                key.startswith(("llm.input_messages.", "llm.prompts."))
-                and key.endswith((".content", ".text"))
-            )
-            for text in span.texts(key)
-        ]
-        if (
-            not given
-            and (given := span.texts(INPUT))
-            and span.attributes.get(MIME) == JSON_MIME
-        ):
+        given, is_json = span.matching(_GIVEN), span.attributes.get(MIME) == JSON_MIME
+        if not given and (given := span.texts(INPUT)) and is_json:
             with suppress(ValueError):  # as a model reads it, unescaped
-                given, pending = [], [strict_json_loads(given[0])]
-                while pending:
-                    value = pending.pop()
-                    if isinstance(value, str):
-                        given.append(value)
-                    elif isinstance(value, dict | list):
-                        items = value.values() if isinstance(value, dict) else value
-                        pending += reversed(list(items))
+                given = _strings(strict_json_loads(given[0]))
         texts += given
     return texts
 
 
-def documents_in(
-    texts: Sequence[str], contents: dict[str, list[str]], trace: str
-) -> list[str]:
+def _strings(value: Any) -> list[str]:
+    # strict_json_loads bounds the depth
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def _shown(texts: list[str], contents: dict[str, list[str]], trace: str) -> list[str]:
     """The documents the texts show by whole-word id or unique content, in order."""
     owners: dict[str, list[str]] = {}
     for document, texts_of in contents.items():
@@ -551,47 +508,38 @@ def documents_in(
     found: dict[str, tuple[int, int]] = {}
     inside: dict[str, tuple[Any, ...]] = {}  # another document's longer mark
     for number, start, end, document, _ in seen:
-        cover = next(
-            (
-                other
-                for other in seen
-                if other[0] == number
-                and other[3] != document
-                and other[1] <= start
-                and end <= other[2]
-                and other[2] - other[1] > end - start
-            ),
-            None,
-        )
-        if cover is None:
-            found[document] = min(found.get(document, (number, start)), (number, start))
+        covers = [
+            other
+            for other in seen
+            if other[0] == number
+            and other[3] != document
+            and other[1] <= start <= end <= other[2]
+            and other[2] - other[1] > end - start
+        ]
+        if covers:
+            inside.setdefault(document, covers[0])
         else:
-            inside.setdefault(document, cover)
-    problems = [
-        f"document {quote(document)} shows in the model's input only inside "
-        f"document {quote(cover[3])}'s {'id' if cover[4] else 'content'}, so "
-        "whether it reached the model has two readings"
-        for document, cover in inside.items()
-        if document not in found
-    ] + [
-        f"documents {' and '.join(quote(d) for d in documents[:2])} have the same "
-        "content, which the model's input holds, and neither id shows there: "
-        "which reached the model has two readings"
-        for content, documents in owners.items()
-        if len(documents) > 1
-        and not any(document in found for document in documents)
-        and any(content in text for text in texts)
-    ]
-    if problems:
-        raise ImportRefused(
-            f"{trace}: {problems[0]}; --context last-step takes its last step's "
-            "output instead"
-        )
+            found[document] = min(found.get(document, (number, start)), (number, start))
+    instead = "--context last-step takes its last step's output instead"
+    for document, cover in inside.items():
+        if document not in found:
+            by = "id" if cover[4] else "content"
+            problem = f"document {quote(document)} shows in the model's input only "
+            problem += f"inside document {quote(cover[3])}'s {by}, so whether it "
+            problem += "reached the model has two readings"
+            raise ImportRefused(f"{trace}: {problem}; {instead}")
+    for content, documents in owners.items():
+        unshown = len(documents) > 1 and not any(d in found for d in documents)
+        if unshown and any(content in text for text in texts):
+            shown = " and ".join(quote(d) for d in documents[:2])
+            problem = f"documents {shown} have the same content, which the model's "
+            problem += "input holds, and neither id shows there: which reached the "
+            problem += "model has two readings"
+            raise ImportRefused(f"{trace}: {problem}; {instead}")
     return sorted(found, key=found.__getitem__)
 
 
 def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
-    """Where `mark` starts in `text`; an id only as a whole word."""
     start = text.find(mark)
     while start >= 0:
         end = start + len(mark)
@@ -605,29 +553,20 @@ def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
     """Untyped spans outputting documents, over no typed span: rankers typed CHAIN."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
-    if not marks:
-        return []
-    typed = trace.of(RETRIEVER, RERANKER, LLM, PROMPT)
     holding = [
         span
         for span in trace.spans
-        if span.kind not in (RETRIEVER, RERANKER, LLM, PROMPT)
+        if span.kind not in TYPED
         and isinstance(output := span.attributes.get(OUTPUT), str)
         and any(mark in output for mark in marks)
     ]
-    above = trace.above([*holding, *typed])
+    above = trace.above([*holding, *trace.of(*TYPED)])
     return [span.name for span in holding if span.span_id not in above]
 
 
 def _answer(trace: Trace) -> str | None:
-    """The last model's output messages, else its output.value."""
     for span in reversed([s for s in trace.of(LLM) if not _builds_prompt(s)]):
-        said = [
-            text
-            for key in span.attributes
-            if key.startswith("llm.output_messages.") and key.endswith(".content")
-            for text in span.texts(key)
-        ]
+        said = span.matching(_SAID)
         answer = "\n".join(said) if said else span.text(OUTPUT)
         if answer is not None:
             return answer
@@ -637,11 +576,10 @@ def _answer(trace: Trace) -> str | None:
 def _question(trace: Trace) -> str | None:
     """The root's input.value unless JSON, else the first retriever's (or `query`)."""
     root, retrievers = trace.root, trace.of(RETRIEVER)
-    question = None if root is None else root.text(INPUT)
-    if root is None or question is None or not retrievers:
-        return question
-    text = retrievers[0].text(INPUT)
-    if root.attributes.get(MIME) != JSON_MIME or text is None:
+    if root is None or (question := root.text(INPUT)) is None:
+        return None
+    text = retrievers[0].text(INPUT) if retrievers else None
+    if text is None or root.attributes.get(MIME) != JSON_MIME:
         return question
     if retrievers[0].attributes.get(MIME) != JSON_MIME:
         return text
@@ -650,34 +588,6 @@ def _question(trace: Trace) -> str | None:
         query = query.get("query") if type(query) is dict else None
         return query if isinstance(query, str) else question
     return question
-
-
-def _context(
-    at: str, trace: Trace, rules: ImportRules
-) -> tuple[list[str], list[dict[str, Any]] | None, list[str], str | None]:
-    """Context, steps, untyped spans holding documents, and why the context is the
-    last step's output (None: it is what the model input shows)."""
-    documents = {s.span_id: s.documents(rules.id_in_metadata) for s in trace.of(*STEPS)}
-    steps = _steps(trace, documents)
-    contents: dict[str, set[str | None]] = {}
-    for found in documents.values():
-        for document, content in found:
-            contents.setdefault(document, set()).add(content)
-    untyped, why = _untyped(trace, contents), None
-    if rules.context == MODEL_INPUT:
-        texts, why = _model_input(trace), "no LLM span shows its input"
-        if texts:
-            known = {
-                d: [text for text in found if text] for d, found in contents.items()
-            }
-            context = documents_in(texts, known, at)
-            if all(known[d] or d in context for d in known):
-                return context, steps, untyped, None
-            why = "a document with no content that no model input names by id"
-    if any(step["name"].startswith("reranker") for step in steps):
-        return list(steps[-1]["ids"]), steps, untyped, why
-    retrieved = [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]]
-    return retrieved, None, untyped, why
 
 
 class GoldLine(NamedTuple):
@@ -692,26 +602,21 @@ def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
     gold: dict[tuple[type, Key], GoldLine] = {}
     for number, value in json_objects(path, "line", InputFileError):
         line = _Line(path, number)
-        key, required, correct = (value.get(n) for n in ("key", "required", "correct"))
         if "key" not in value:
             form = '{"key": ..., "required": [...], "correct"?: ...}'
             raise line.refuse("key", f"no 'key'; a gold line is {form}")
-        if isinstance(key, str):
-            line.text("key", key)
-        elif type(key) is not int:
-            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
-        if type(required) is not list:
-            problem = f"must be a list of document ids, got {quote(required, 80)}"
-            raise line.refuse("required", problem)
-        for position, item in enumerate(required):
-            line.text(f"required[{position}]", item)
-        if correct is not None and type(correct) is not bool:
-            problem = f"must be true, false or absent, got {quote(correct, 80)}"
-            raise line.refuse("correct", problem)
-        if earlier := gold.get((type(key), key)):
+        for name, (types, problem) in _GOLD.items():
+            if type(field := value.get(name)) not in types:
+                raise line.refuse(name, problem.format(quote(field, 80)))
+            if isinstance(field, str):
+                line.text(name, field)
+            for position, item in enumerate(field if type(field) is list else []):
+                line.text(f"{name}[{position}]", item)
+        key = value["key"]
+        if earlier := gold.get(typed := (type(key), key)):
             problem = f"key {quote(key)} is already on line {earlier.line}; one "
             raise line.refuse("key", problem + "gold line per key")
-        gold[type(key), key] = GoldLine(key, required, correct, line.number)
+        gold[typed] = GoldLine(key, value["required"], value.get("correct"), number)
     if not gold:
         problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
         raise InputFileError(path, None, problem)
@@ -753,34 +658,26 @@ class _Import:
         self.traces: dict[str, str] = {}  # trace ids by sample id
         self.unmatched: list[tuple[str, Key | None]] = []
         self.unretrieved: list[str] = []
-        self.last_step: list[tuple[str, str]] = []  # with why
+        self.last_step: list[str] = []
+        self.reasons: Counter[str] = Counter()  # why the last step, in how many
         self.untyped: Counter[str] = Counter()  # traces by span name
 
-    def sample_id(self, trace: Trace, key: Key | None) -> str:
-        at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
-        id_name = rules.sample_id or rules.key
+    def record(self, trace: Trace) -> dict[str, Any]:
+        rules, at = self.rules, f"{self.path}: trace {quote(trace.id)}"
+        key, id_name = trace.key(rules.key), rules.sample_id or rules.key
+        line = None if key is None else self.gold.get((type(key), key))
         named_by = key if rules.sample_id is None else trace.key(rules.sample_id)
-        if named_by is None and rules.sample_id is not None:
-            problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
+        if named_by == "" or (named_by is None and rules.sample_id is not None):
+            problem = f"has an empty {id_name}, which cannot name a record"
+            if named_by is None:
+                problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
             raise ImportRefused(f"{at} {problem}")
-        if named_by == "":
-            raise ImportRefused(
-                f"{at} has an empty {id_name}, which cannot name a record"
-            )
         sample_id = trace.id if named_by is None else str(named_by)
         if sample_id in self.traces:
-            raise ImportRefused(
-                f"{self.path}: traces {quote(self.traces[sample_id])} and "
-                f"{quote(trace.id)} both have sample id {quote(sample_id)} "
-                f"({id_name}); a sample id names one run"
-            )
+            problem = f"{self.path}: traces {quote(self.traces[sample_id])} and "
+            problem += f"{quote(trace.id)} both have sample id {quote(sample_id)} "
+            raise ImportRefused(problem + f"({id_name}); a sample id names one run")
         self.traces[sample_id] = trace.id
-        return sample_id
-
-    def record(self, trace: Trace) -> dict[str, Any]:
-        key = trace.key(self.rules.key)
-        line = None if key is None else self.gold.get((type(key), key))
-        sample_id = self.sample_id(trace, key)
         record: dict[str, Any] = {}
         if line is None:
             self.unmatched.append((trace.id, key))
@@ -788,27 +685,44 @@ class _Import:
             self.used.add((type(line.key), line.key))
             record["required"] = list(line.required)
         if trace.of(RETRIEVER):
-            at = f"{self.path}: trace {quote(trace.id)}"
-            context, steps, spans, why = _context(at, trace, self.rules)
-            record |= {"context": context} | ({"steps": steps} if steps else {})
-            self.untyped.update(list(dict.fromkeys(spans)))
-            if why is not None:
-                self.last_step.append((trace.id, why))
+            self.context(trace, record)
         else:  # never recorded: an empty context would blame the retriever
             self.unretrieved.append(trace.id)
         correct, labels = None if line is None else line.correct, self.labels
         if labels is not None and sample_id in labels.labels:
             if line is not None and correct is not None:
-                raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[sample_id]}: "
-                    f"{quote(sample_id)} is already labelled by {self.gold_path}, "
-                    f"line {line.line}; a record's label comes from one file"
-                )
+                problem = f"{labels.path}, line {labels.lines[sample_id]}: "
+                problem += f"{quote(sample_id)} is already labelled by "
+                problem += f"{self.gold_path}, line {line.line}; a record's label "
+                raise LabelsRefused(problem + "comes from one file")
             correct = labels.labels[sample_id]
         fields = {"correct": correct, "question": _question(trace)}
         fields["answer"] = _answer(trace)
         record.update((name, v) for name, v in fields.items() if v is not None)
         return {"id": sample_id, "input": record}
+
+    def context(self, trace: Trace, record: dict[str, Any]) -> None:
+        in_metadata = self.rules.id_in_metadata
+        documents = {s.span_id: s.documents(in_metadata) for s in trace.of(*STEPS)}
+        steps, contents = _steps(trace, documents), dict[str, set[str | None]]()
+        for document, content in chain.from_iterable(documents.values()):
+            contents.setdefault(document, set()).add(content)
+        self.untyped.update(list(dict.fromkeys(_untyped(trace, contents))))
+        known = {d: [t for t in found if t] for d, found in contents.items()}
+        texts = _model_input(trace) if self.rules.context == MODEL_INPUT else []
+        context = _shown(texts, known, f"{self.path}: trace {quote(trace.id)}")
+        if texts and all(known[d] or d in context for d in known):
+            record |= {"context": context} | ({"steps": steps} if steps else {})
+            return
+        if self.rules.context == MODEL_INPUT:
+            why = "a document with no content that no model input names by id"
+            self.reasons[why if texts else "no LLM span shows its input"] += 1
+            self.last_step.append(trace.id)
+        if any(step["name"].startswith("reranker") for step in steps):
+            record |= {"context": list(steps[-1]["ids"]), "steps": steps}
+        else:
+            retrieved = [documents[span.span_id] for span in trace.of(RETRIEVER)]
+            record["context"] = [d for d, _ in chain.from_iterable(retrieved)]
 
     def notes(self) -> list[str]:
         """The notes, once every trace is a record; or the unmatched refused."""
@@ -821,53 +735,36 @@ class _Import:
             message = f"{counted(len(unmatched), 'trace')} {verb} no line of "
             message += f"{gold_path} by {key}: {_unmatched(unmatched, key, False)}; "
             if len(unmatched) == len(self.traces):
-                message += (
-                    f"no trace matched any of its lines: {key} may vary from run "
-                    "to run of the same question (Haystack's input.value holds a "
-                    "Python set, whose order changes with each process), so key "
-                    "by an id the harness sets, such as session.id; "
-                )
+                message += f"no trace matched any of its lines: {key} may vary from "
+                message += "run to run of the same question (Haystack's input.value "
+                message += "holds a Python set, whose order changes with each "
+                message += "process), so key by an id the harness sets, such as "
+                message += "session.id; "
             message += "--allow-unmatched writes them without required"
             raise UnmatchedTraces(message)
         of = f" of {counted(len(self.traces), 'trace')}"
-        reasons = [why for _, why in self.last_step]
-        why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
+        why = "; ".join(f"{count}: {reason}" for reason, count in self.reasons.items())
         untyped = list(self.untyped.items())[:SHOWN]
         unused = [line for typed, line in self.gold.items() if typed not in self.used]
-        said = [
-            (
-                unmatched,
-                f"{len(unmatched)}{of} match no line of {gold_path} by {key}; "
-                "written without required (--allow-unmatched), they score "
-                f"unresolved: {_unmatched(unmatched, key, True)}",
-            ),
-            (
-                self.last_step,
-                f"{len(self.last_step)}{of} show no model input that tells what "
-                f"reached the model ({why}); their context is their last retrieval "
-                "step's output, as --context last-step takes it: "
-                + listed([trace_id for trace_id, _ in self.last_step]),
-            ),
-            (
-                untyped,
-                "spans that returned documents are typed neither RETRIEVER nor "
-                "RERANKER, so no step reads them: "
-                + ", ".join(f"{quote(n)} ({counted(c, 'trace')})" for n, c in untyped),
-            ),
-            (
-                self.unretrieved,
-                f"{len(self.unretrieved)}{of} have no RETRIEVER span; written without "
-                "context, they are invalid-input (the context was never recorded): "
-                + listed(self.unretrieved),
-            ),
-            (
-                unused,
-                f"{counted(len(unused), 'gold line')} of {gold_path} "
-                f"{'matches' if len(unused) == 1 else 'match'} no trace: "
-                + listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
-            ),
+        shown = [unmatched, self.last_step, untyped, self.unretrieved, unused]
+        notes = [
+            f"{len(unmatched)}{of} match no line of {gold_path} by {key}; "
+            "written without required (--allow-unmatched), they score "
+            f"unresolved: {_unmatched(unmatched, key, True)}",
+            f"{len(self.last_step)}{of} show no model input that tells what "
+            f"reached the model ({why}); their context is their last retrieval "
+            "step's output, as --context last-step takes it: " + listed(self.last_step),
+            "spans that returned documents are typed neither RETRIEVER nor "
+            "RERANKER, so no step reads them: "
+            + ", ".join(f"{quote(n)} ({counted(c, 'trace')})" for n, c in untyped),
+            f"{len(self.unretrieved)}{of} have no RETRIEVER span; written without "
+            "context, they are invalid-input (the context was never recorded): "
+            + listed(self.unretrieved),
+            f"{counted(len(unused), 'gold line')} of {gold_path} "
+            f"{'matches' if len(unused) == 1 else 'match'} no trace: "
+            + listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
         ]
-        return [note for shown, note in said if shown]
+        return [note for note, said in zip(notes, shown, strict=True) if said]
 
 
 def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:

@@ -1,6 +1,4 @@
-"""A Ragas evaluation dataset (JSON Lines or CSV, as `to_jsonl` and `to_csv`
-write it) as stage-diagnosis records, one per sample, id its index; a CSV
-list cell is JSON or Python's repr, nothing else (docs/import-ragas.md)."""
+"""A Ragas dataset, as `to_jsonl` or `to_csv` writes it, as records, one per sample."""
 
 from __future__ import annotations
 
@@ -30,11 +28,7 @@ Format = Literal["jsonl", "csv"]
 Rows = Iterator[tuple[int, dict[str, Any]]]
 
 ID_COLUMNS = {"reference_context_ids": "required", "retrieved_context_ids": "context"}
-TEXT_COLUMNS = {
-    "user_input": "question",
-    "response": "answer",
-    "reference": "reference",
-}
+TEXT_COLUMNS = dict(user_input="question", response="answer", reference="reference")
 _INDEX = re.compile("0|[1-9][0-9]{0,18}")  # a sample id, "0", "1" ...
 CSV_FIELD_LIMIT = 2**31 - 1  # the largest C long on every platform
 _LIST_FORM = (
@@ -52,9 +46,8 @@ def _jsonl_rows(path: str) -> Rows:
                 if text.readline().lstrip().startswith("["):
                     problem = f"{error.problem}; a Ragas dataset is JSON Lines "
                     problem += "(to_jsonl), not a JSON array"
-                    raise InputFileError(
-                        path, 1, problem, kind=MALFORMED_JSON
-                    ) from None
+                    refused = InputFileError(path, 1, problem, kind=MALFORMED_JSON)
+                    raise refused from None
         raise
 
 
@@ -90,10 +83,8 @@ def _csv_rows(path: str) -> Rows:
                     problem = f"column {quote(twice[0])} is named twice in the header"
                     raise InputFileError(path, start, problem)
                 if absent := [name for name in ID_COLUMNS if name not in header]:
-                    found = ", ".join(quote(name) for name in header)
-                    problem = (
-                        f"the header has no column {quote(absent[0])}; found {found}"
-                    )
+                    problem = f"the header has no column {quote(absent[0])}; found "
+                    problem += ", ".join(quote(name) for name in header)
                     raise InputFileError(path, start, problem, field=absent[0])
             elif len(cells) != len(header):
                 problem = f"a row of {len(cells)} cells, where the header (line "
@@ -116,13 +107,10 @@ def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
 
     ids = name in ID_COLUMNS
     if ids and value is None:
-        raise refuse(
-            " is absent; Ragas's IDBasedContextRecall needs both "
-            "reference_context_ids and retrieved_context_ids"
-        )
+        needs = " and ".join(ID_COLUMNS)
+        raise refuse(f" is absent; Ragas's IDBasedContextRecall needs both {needs}")
     if ids and from_csv:
-        # JSON, else repr's list: Python's reader would take `['D1' 'D2']` for
-        # `['D1D2']`.
+        # JSON, else repr's list (Python's reader takes `['D1' 'D2']` for `['D1D2']`).
         text = value
         try:
             value = strict_json_loads(text)
@@ -133,10 +121,8 @@ def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
     if ids and type(value) is not list:
         raise refuse(f" must be {_LIST_FORM}, got {quote(value, 80)}")
     if name == "user_input" and isinstance(value, list):
-        raise refuse(
-            " is a list of messages, a multi-turn sample, which has no context "
-            "IDs to diagnose"
-        )
+        problem = " is a list of messages, a multi-turn sample, which has no "
+        raise refuse(problem + "context IDs to diagnose")
     if not ids and not isinstance(value, str):
         raise refuse(f" must be text, got {quote(value, 80)}")
     for position, item in enumerate(value if ids else [value]):

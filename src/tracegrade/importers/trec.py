@@ -1,6 +1,4 @@
-"""TREC qrels and a run as stage-diagnosis records, one per query, as trec_eval
-counts them: read with Python's `int` and `float` where trec_eval's C reads a
-field alike, refused where not (the deviations: docs/import-trec.md)."""
+"""TREC qrels and a run as records, one per query, as trec_eval counts them."""
 
 from __future__ import annotations
 
@@ -96,8 +94,8 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
         problem = f"expected {len(names)} fields ({' '.join(names)}), found "
         problem += f"{len(fields)} in {quote(content, 100)}"
         if swapped := {4: "qrels", 6: "run"}.get(len(fields)):
-            problem += f"; {len(fields)} fields is a {swapped} line: are --qrels and "
-            problem += "--run swapped?"
+            problem += f"; {len(fields)} fields is a {swapped} line: are --qrels "
+            problem += "and --run swapped?"
         raise InputFileError(path, number, problem)
     return fields
 
