@@ -23,6 +23,7 @@ from tracegrade.core import canonical_json
 REPOSITORY = node.PARITY_DIR.parent
 S, X = "stage_diagnosis", "ordered_extraction"
 IN, DEVIATION, OUT = Standing.IN_CONTRACT, Standing.DEVIATION, Standing.OUT_OF_CONTRACT
+DIFFERENCE, EXPECTED = compare.ProblemKind.DIFFERENCE, compare.ProblemKind.EXPECTED
 
 
 def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
@@ -97,7 +98,7 @@ def test_a_planted_difference_fails(
     reports = compare.compare_files([fixture], planted)
     text = compare.render(reports, "planted")
 
-    assert failures(reports) == {record["id"]: [compare.ProblemKind.DIFFERENCE]}
+    assert failures(reports) == {record["id"]: [DIFFERENCE]}
     assert f"'{record['id']}' at {fixture.label}:1" in text
     assert "parity FAILED: 1 of 1 cases" in text
     for shown in [*answer[:1], *said]:
@@ -128,12 +129,8 @@ def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
     assert compare.passed(reports)
     tricky = reports[0].cases[0]
     assert tricky.python.result_json == tricky.node.result_json
-    assert [case.standing for case in reports[0].cases] == [
-        IN,
-        OUT,
-        OUT,
-        *[DEVIATION] * 2,
-    ]
+    standings = [case.standing for case in reports[0].cases]
+    assert standings == [IN, OUT, OUT, DEVIATION, DEVIATION]
     assert "Out of contract, listed and not failed" in text
     assert f'| no-context | {fixture.label}:2 | {{"stage":"unresolved"}} |' in text
     assert "InvalidRecord: field 'context' is missing" in text
@@ -145,19 +142,11 @@ def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
 
 
 def test_a_deviation_where_the_reference_answers_fails() -> None:
-    case = compare.Case(
-        "stage_diagnosis", "absent", {"context": []}, None, None, "f", 1
-    )
-
-    report = compare.check_case(
-        case,
-        compare.PythonOutcome('{"stage":"unresolved"}'),
-        node.NodeOutcome('{"stage":"unresolved"}', None),
-    )
-
-    assert [problem.kind for problem in report.problems] == [
-        compare.ProblemKind.DIFFERENCE
-    ]
+    case = compare.Case(S, "absent", {"context": []}, None, None, "f", 1)
+    unresolved = '{"stage":"unresolved"}'
+    python, js = compare.PythonOutcome(unresolved), node.NodeOutcome(unresolved, None)
+    report = compare.check_case(case, python, js)
+    assert [problem.kind for problem in report.problems] == [DIFFERENCE]
 
 
 def test_every_deviation_is_in_the_deviations_table() -> None:
@@ -183,17 +172,19 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
     text = compare.render(reports, "Python core")
 
     assert failures(reports) == {
-        "sort": [compare.ProblemKind.EXPECTED, compare.ProblemKind.EXPECTED],
-        "wrong-field": [compare.ProblemKind.EXPECTED],
-        "expected-refusal": [compare.ProblemKind.EXPECTED],
+        "sort": [EXPECTED, EXPECTED],
+        "wrong-field": [EXPECTED],
+        "expected-refusal": [EXPECTED],
         # Key order is part of the output: never compared as parsed objects.
-        "kept": [compare.ProblemKind.EXPECTED, compare.ProblemKind.EXPECTED],
+        "kept": [EXPECTED, EXPECTED],
     }
     assert (
         "expected InvalidRecord on field 'source'; Python refused field 'answer'"
         in text
     )
     assert "4 of 4 cases" in text
+    core_only = ["--core-only", "--ordered-extraction", str(fixture.path)]
+    assert main(core_only, packaged=()) == 1
 
 
 GOOD_LINE = json.dumps(KEPT_ORDER)
@@ -216,29 +207,17 @@ GOOD_LINE = json.dumps(KEPT_ORDER)
         ('{"id": "x", "input": {"correct": 1e400}}', "'input' has no JSON text"),
     ],
 )
-def test_a_malformed_line_names_file_and_line(
-    tmp_path: Path, second_line: str, problem: str
+def test_a_malformed_line_exits_2_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], second_line: str, problem: str
 ) -> None:
+    # A raw U+2028 is legal inside a JSON string: it must not split the line.
+    first_line = GOOD_LINE.replace('"C"', '"\u2028C"', 1)
     path = tmp_path / "cases.jsonl"
-    path.write_text(f"{GOOD_LINE}\n{second_line}\n{GOOD_LINE}\n", "utf-8")
+    path.write_text(f"{first_line}\n{second_line}\n{GOOD_LINE}\n", "utf-8")
 
-    with pytest.raises(compare.FixtureError) as raised:
-        compare.load_fixture(compare.FixtureFile("ordered_extraction", path))
-
-    assert raised.value.location == f"{path}:2"
-    assert problem in str(raised.value)
-
-
-def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
-    # A raw U+2028 is legal inside a JSON string; it must not split the line.
-    path = tmp_path / "cases.jsonl"
-    path.write_text(
-        '{"id": "a\u2028b", "input": {}}\n{"id": "c", "input": {}}\n', "utf-8"
-    )
-
-    cases = compare.load_fixture(compare.FixtureFile("ordered_extraction", path))
-
-    assert [(case.id, case.line) for case in cases] == [("a\u2028b", 1), ("c", 2)]
+    assert main(["--ordered-extraction", str(path)], packaged=()) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"parity: {path}:2: ") and problem in said, said
 
 
 @pytest.mark.usefixtures("parity_evals_in_process")
@@ -255,26 +234,13 @@ def test_cli_runs_extra_files_with_and_without_expected(
     printed = capsys.readouterr().out
 
     assert status == 0
-    assert f"{stage} [stage_diagnosis]: 1 cases, 1 in contract" in printed
-    assert f"{extraction_one} [ordered_extraction]: 1 cases" in printed
-    assert f"{extraction_two} [ordered_extraction]: 1 cases" in printed
+    for path, name in ((stage, S), (extraction_one, X), (extraction_two, X)):
+        assert f"{path} [{name}]: 1 cases, 1 in contract" in printed
     # Both Python sides, the core and the logs of `inspect eval`, are checked.
     assert "== Python core against the original Node evaluators ==" in printed
     assert "== Inspect log against the original Node evaluators ==" in printed
     assert printed.count("parity OK: 3 cases in 3 files\n") == 2
     assert printed.endswith("parity OK: 3 cases in 3 files\n")
-
-
-def test_cli_exits_1_on_an_expected_mismatch_and_2_on_a_malformed_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    wrong = {**SORTED_BY_ORDER, "expected": {"membership": False, "order": False}}
-    path = write_fixture(tmp_path / "wrong.jsonl", [wrong])
-    assert main(["--core-only", "--ordered-extraction", str(path)], packaged=()) == 1
-    assert f"FAIL ordered_extraction 'sort' at {path}:1" in capsys.readouterr().out
-    path.write_text(f"{GOOD_LINE}\n{{\n", "utf-8")
-    assert main(["--ordered-extraction", str(path)], packaged=()) == 2
-    assert f"parity: {path}:2: not a JSON value" in capsys.readouterr().err
 
 
 def test_python_m_parity_runs_packaged_and_extra_files(
@@ -295,16 +261,11 @@ def test_python_m_parity_runs_packaged_and_extra_files(
     completed = capsys.readouterr()
 
     assert exited.value.code == 0, completed.out + completed.err
-    summary = completed.out.splitlines()
     # The packaged files are wherever tracegrade is installed: `src/` in an
     # editable install, site-packages in a nox session.
-    for name in ("stage_diagnosis", "ordered_extraction"):
-        assert any(
-            f"tracegrade/data/{name}.jsonl [{name}]: " in line for line in summary
-        ), name
-    assert any(
-        line.startswith(f"{extra} [stage_diagnosis]: 1 cases") for line in summary
-    )
+    for name in (S, X):
+        assert f"tracegrade/data/{name}.jsonl [{name}]: " in completed.out, name
+    assert f"\n{extra} [stage_diagnosis]: 1 cases" in completed.out
 
 
 @pytest.mark.parametrize(
