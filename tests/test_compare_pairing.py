@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import random
 from typing import Any
 
 import pytest
-from scipy.stats import binomtest  # type: ignore[import-untyped]
 
 from tracegrade.compare.build import Comparison
 from tracegrade.compare.pairing import CompareError, Observation, Run, gate, pair_runs
@@ -128,28 +126,6 @@ def test_with_epochs_the_sample_is_the_unit() -> None:
     )
 
 
-def test_figures_pair_where_both_runs_have_them() -> None:
-    base = [stage("a", "pass", recall=1.0, precision=0.5)]
-    base += [stage("b", "pass", recall=0.5), stage("c", "data error", recall=1.0)]
-    base += [stage(i, "pass", recall=1.0) for i in range(9)]
-    new = [stage("a", "retrieval", recall=0.5, precision=0.5)]
-    new += [stage("b", "pass", recall=1.0), stage("c", "data error", recall=1.0)]
-    new += [stage(i, "pass", recall=0.5) for i in range(9)]
-    result = paired(base, new)
-    recall, precision = result[STAGE][0]["figures"]
-
-    assert (recall["pairs"], recall["fell"], recall["rose"]) == (12, 10, 1)
-    assert recall["base_mean"] == math.fsum([1.0, 0.5, 1.0, *[1.0] * 9]) / 12
-    assert recall["p_value"] == binomtest(10, 11, 0.5).pvalue
-    assert recall["verdict"] == "worse"
-    assert "fell in 10 and rose in 1" in recall["note"]
-    assert [precision[k] for k in ("pairs", "base_mean", "p_value")] == [1, 0.5, None]
-    # Reported, gated only when a gate names it.
-    assert not result["gate"]["fails"]
-    gated = paired(base, new, gates=("context_recall",))["gate"]
-    assert gated["significant"] == ["stage_diagnosis: context_recall"]
-
-
 def test_a_sample_whose_epochs_cancel_out_did_not_move() -> None:
     """1/3 -> 1/2 and 1/6 -> 0 cancel, though as doubles they sum to 2.8e-17."""
     assert (0.5 - 1 / 3) + (0.0 - 1 / 6) != 0
@@ -174,12 +150,9 @@ def test_a_step_new_no_longer_has_is_lost_to_its_gate() -> None:
     assert not allowed["gate"]["fails"]
 
 
-@pytest.mark.parametrize("chunk", ["30", "20000"])
-def test_a_long_list_reads_back_in_order(
-    chunk: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Held in memory, or past `chunk` items on disk: in order either way."""
-    monkeypatch.setenv("TRACEGRADE_COMPARE_CHUNK", chunk)
+def test_a_long_list_reads_back_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past 30 items on disk, as a million would be: numbers, then texts."""
+    monkeypatch.setenv("TRACEGRADE_COMPARE_CHUNK", "30")
     spools = Spools()
     spool = spools.new()
     ids: list[int | str] = [*range(100), "b", "a", "\ud800", -(2**70)]

@@ -396,6 +396,7 @@ def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) 
         tested = figures["recall" if measure == "context_recall" else measure]
         # The recall of 17 samples fell (16 from 3/4 to 1/4, p01 from 1 to 0).
         assert (tested["fell"], tested["rose"]) == (17, 0)
+        assert "fell in 17 and rose in 0 (exact sign test" in tested["note"]
         assert tested["p_value"] == binomtest(17, 17).pvalue
     both = as_json(*args, "--gate", "pass", "--gate", "context_recall", exit_code=3)
     outcomes = [name.split(": ")[1] for name in both["gate"]["outcomes"]]
