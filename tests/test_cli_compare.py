@@ -352,11 +352,8 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
         {"index": index, "count": 3} for index in (1, 3)
     ]
     warning = next(w for w in pair["warnings"] if "part" in w)
-    assert re.fullmatch(
-        r"NEW: \S+\.eval \(3 parts\) is missing part 2; only the parts read are "
-        r"compared\.",
-        warning,
-    )
+    said = ".eval (3 parts) is missing part 2; only the parts read are compared."
+    assert warning.startswith("NEW: ") and warning.endswith(said)
     assert f"warning: {warning}" in result.stderr
     (stage,) = pair["stage_diagnosis"]
     assert len(missing) == 7 and "added" not in missing
