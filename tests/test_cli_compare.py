@@ -198,7 +198,6 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
     out = tmp_path / "compare.html"
     result = compared(logs["base"], logs["slight"], "--html", str(out))
     (stage,) = result["pairs"][0]["stage_diagnosis"]
-
     assert matrix(stage) == (
         "retrieval > retrieval: 1; generation > pass: 1; pass > retrieval: 1; "
         "pass > generation: 1; pass > pass: 12; unresolved > unresolved: 1; "
@@ -271,7 +270,6 @@ def test_extraction_pairs_gain_and_lose_membership_and_order(
 ) -> None:
     result = compared(logs["extraction_base"], logs["extraction_new"])
     (extraction,) = result["pairs"][0]["ordered_extraction"]
-
     assert matrix(extraction) == (
         "pass > pass: 1; pass > order fail: 1; order fail > membership fail: 1; "
         "membership fail > pass: 2; data error > data error: 1"
@@ -321,7 +319,6 @@ def test_the_terminal_shows_the_verdict_first_and_verbose_every_legend(
     # The long form only when asked.
     assert PASS_EXPLANATION not in out and "b: pairs with the outcome" not in out
     assert lines[-1] == "--verbose: what each column means, and every table."
-
     out = invoke(logs["base"], logs["worse"], "--verbose").stdout
     assert "1 pair." in out and "1 pairs" not in out
     tested = ("stage_diagnosis", "pass", "McNemar", "17", "17", "14", "2", "12")
@@ -346,7 +343,6 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
     missing = [str(sample.id) for sample in read_eval_log(second).samples or []]
     Path(second).unlink()
     result = invoke(logs["base"], str(tmp_path), "--json")
-
     (pair,) = json.loads(result.stdout)["pairs"]
     assert [log["part"] for log in pair["logs"][1:]] == [
         {"index": index, "count": 3} for index in (1, 3)

@@ -57,7 +57,6 @@ def test_scores_pair_by_name_and_a_score_new_lacks_is_lost() -> None:
     base = [stage("a", "pass"), stage("a", "pass", score="stage_diagnosis1")]
     new = [stage("a", "generation"), extraction("a", "pass"), extraction("b", "pass")]
     result = paired(base, new)
-
     common, lost = result[STAGE]
     assert [common["pairs"], lost["pairs"], lost["lost"]] == [1, 0, 1]
     assert result["scores_only_in_base"] == {"stage_diagnosis1": 1}
@@ -86,16 +85,12 @@ def test_discordant_needed_is_the_exact_threshold(alpha: float, needed: int) -> 
 def test_with_epochs_the_sample_is_the_unit() -> None:
     """Four samples lost in three epochs each are four moves, not twelve;
     a sample that lost one epoch and gained another did not move."""
-    base = [stage(s, "pass", e) for s in range(10) for e in (1, 2, 3)]
-    new = [
-        stage(s, "generation" if s < 4 else "pass", e)
-        for s in range(10)
-        for e in (1, 2, 3)
-    ]
+    epochs = [(s, e) for s in range(10) for e in (1, 2, 3)]
+    base = [stage(s, "pass", e) for s, e in epochs]
+    new = [stage(s, "pass" if s > 3 else "generation", e) for s, e in epochs]
     base += [stage("a", "pass", 1), stage("a", "generation", 2)]
     new += [stage("a", "generation", 1), stage("a", "pass", 2)]
     passed = paired(base, new, clustered=True)[STAGE][0]["tests"][0]
-
     assert (passed["b"], passed["c"]) == (13, 1)
     assert (passed["samples"], passed["fell"], passed["rose"]) == (11, 4, 0)
     assert passed["p_value"] == 0.125 and passed["verdict"] == "too few to tell"
@@ -125,9 +120,8 @@ def test_a_step_new_no_longer_has_is_lost_to_its_gate() -> None:
     assert not paired(base, new)["gate"]["fails"]
     gate = paired(base, new, gates=("retriever_recall",))["gate"]
     assert (gate["fails"], gate["lost"], gate["significant"]) == (True, 3, [])
-    assert gate["lost_results"] == [
-        "stage_diagnosis: retriever_recall lost in 3 pairs (a result in NEW without it)"
-    ]
+    said = "retriever_recall lost in 3 pairs (a result in NEW without it)"
+    assert gate["lost_results"] == [f"stage_diagnosis: {said}"]
     allowed = paired(base, new, gates=("retriever_recall",), gate_lost=False)
     assert not allowed["gate"]["fails"]
 

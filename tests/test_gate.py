@@ -322,7 +322,6 @@ def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
     page.table(table)
     page.table(table)
     text = page.render()
-
     assert len(text) < COMMENT_LIMIT
     assert text.startswith("## tracegrade compare\n\n**Gate failed**\n\n- a reason")
     shown = len(re.findall(r"^\| D\d+", text, re.M))
