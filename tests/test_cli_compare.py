@@ -378,16 +378,3 @@ def test_runs_that_cannot_be_compared_exit_1(
     found = logs | {"broken": str(tmp_path / "broken.eval"), "two": f"{tmp_path}/two"}
     result = invoke(*(found.get(name, name) for name in runs.split()), exit_code=1)
     assert re.search(said, result.stderr) and "Traceback" not in result.stderr
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        [".", "does-not-exist"],
-        *([".", ".", "--alpha", alpha] for alpha in ("0", "1", "nan", "inf")),
-        [".", ".", "--show", "0"],
-        [".", ".", "--json", "--markdown"],
-    ],
-)
-def test_usage_errors_exit_2(args: list[str]) -> None:
-    assert "Traceback" not in invoke(*args, exit_code=2).stderr

@@ -275,7 +275,9 @@ COMMANDS = {
     "report": ("report", "base"),
     "compare": ("compare", "base", "control"),
     "recall": ("compare", "recall_base", "recall_new"),
+    "missing": ("compare", "base", "does-not-exist"),
 }
+BOTH = "--json and --markdown both print on stdout: give one"
 
 
 @pytest.mark.parametrize(
@@ -287,13 +289,21 @@ COMMANDS = {
         # A gate the runs do not have.
         ("recall", ["--fail-on-regression", "--gate", "reranker_recall"], "reranker_"),
         ("recall", ["--gate", "context_recall"], "--fail-on-regression"),
+        *(
+            ("compare", ["--alpha", alpha], f"strictly between 0 and 1, got {alpha}")
+            for alpha in ("0.0", "1.0", "nan", "inf")
+        ),
+        ("compare", ["--show", "0"], "0 is not in the range x>=1"),
+        ("missing", [], "Path 'does-not-exist' does not exist"),
+        ("compare", ["--json", "--markdown"], BOTH),
+        ("report", ["--json", "--markdown"], BOTH),
     ],
 )
-def test_a_bad_threshold_or_gate_is_a_usage_error(
+def test_a_bad_option_is_a_usage_error(
     runs: dict[str, str], command: str, args: list[str], said: str
 ) -> None:
     name, *logs = COMMANDS[command]
-    result = invoke(name, *(runs[log] for log in logs), *args, exit_code=2)
+    result = invoke(name, *(runs.get(log, log) for log in logs), *args, exit_code=2)
     assert said in flat(result.stderr) and result.stdout == ""
     assert "Traceback" not in result.stderr
 
@@ -311,7 +321,6 @@ def test_markdown_gives_the_verdict_first(runs: dict[str, str]) -> None:
     head = "## tracegrade report\n\n**Gate failed: 1 of 1 thresholds not met"
     assert out.startswith(head)
     assert "- E1 (stage\\_diagnosis, none/none): pass 12 of 30 runs" in out
-    invoke("report", runs["base"], "--markdown", "--json", exit_code=2)
 
 
 def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
