@@ -77,14 +77,12 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     directory = tmp_path_factory.mktemp("compare-runs")
     runs = {"base": BASE, "worse": WORSE, "slight": SLIGHT, "other": {"x": OK}}
     runs |= {"extraction_base": EXTRACTION_BASE, "extraction_new": EXTRACTION_NEW}
-    files = {
-        name: write_lines(
-            directory / f"{name}.jsonl", [{"id": i, "input": r} for i, r in run.items()]
-        )
-        for name, run in runs.items()
-    }
-    tasks = [stage_diagnosis(dataset=files[name]) for name in list(runs)[:4]]
-    tasks += [ordered_extraction_recorded(dataset=files[n]) for n in list(runs)[4:]]
+    tasks = []
+    for name, run in runs.items():
+        lines = [{"id": sample, "input": record} for sample, record in run.items()]
+        dataset = write_lines(directory / f"{name}.jsonl", lines)
+        task = ordered_extraction_recorded if "extraction" in name else stage_diagnosis
+        tasks.append(task(dataset=dataset))
     sample = Sample(id="p01", input="q", target="a")
     tasks.append(Task(dataset=[sample], solver=replay(), scorer=match()))
     log_dir = str(tmp_path_factory.mktemp("compare-logs"))

@@ -300,18 +300,15 @@ def test_harness_answers_every_line_in_order_and_never_crashes() -> None:
         check=True,
     )
     answers = [json.loads(line) for line in completed.stdout.splitlines()]
+    null_input = "TypeError: Cannot read properties of null (reading 'source')"
+    no_object = 'TypeError: a request must be a JSON object {"id", "input"}'
+    no_input = 'TypeError: a request must have an "input" member'
     assert answers == [
         {"id": "a", "result": {"membership": True, "order": True}},
         {"id": None, "threw": answers[1]["threw"]},
-        {
-            "id": 2,
-            "threw": "TypeError: Cannot read properties of null (reading 'source')",
-        },
-        {
-            "id": None,
-            "threw": 'TypeError: a request must be a JSON object {"id", "input"}',
-        },
-        {"id": 4, "threw": 'TypeError: a request must have an "input" member'},
+        {"id": 2, "threw": null_input},
+        {"id": None, "threw": no_object},
+        {"id": 4, "threw": no_input},
         {"id": 5, "result": {"error": "duplicate-id"}},
     ]
     assert answers[1]["threw"].startswith("SyntaxError: ")

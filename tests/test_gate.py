@@ -197,9 +197,8 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     gates = ["--fail-on-regression", "--strict", "--fail-under", "pass=0.8"]
     gates += ["--fail-under", "context_recall=0.9"]
     result = invoke("compare", runs["base"], runs["control"], *gates, exit_code=0)
-    assert "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, " in (
-        result.stdout
-    )
+    passed = "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, "
+    assert passed in result.stdout
     assert "no result lost" in result.stdout and "warning" not in result.stdout
     control = stages(runs["control"])
     assert stages(runs["base"]) == control
@@ -217,9 +216,6 @@ def test_a_report_counts_the_runs_that_errored_or_never_ran(
         "[46.9, 86.7] of them pass; 13 not diagnosed: 12 sample errors, 1 "
         "answer-label data error."
     ) in flat(invoke("report", runs["errors"], exit_code=0).stdout)
-    (summary,) = as_json("report", runs["errors"], exit_code=0)["stage_diagnosis"]
-    assert (summary["runs"], summary["diagnosed"]) == (30, 17)
-    assert summary["over_all_runs"]["pass"] == 12 / 30
     # An eval that stopped: the samples it never ran count too.
     never_ran = 30 - len(read_eval_log(runs["stopped"]).samples or [])
     text = flat(invoke("report", runs["stopped"], exit_code=0).stdout)
@@ -245,10 +241,8 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     # 70.6% of the diagnosed runs pass; the threshold sees 12 of 30. Every
     # digit a double holds is compared: 0.8 passes 0.8, not one more.
     checks = [("errors", "0.4", 0), ("control", "8e-1", 0), ("control", "0.81", 3)]
-    for run, value, exit_code in [*checks, ("control", "0.800000000000001", 3)]:
-        invoke(
-            "report", runs[run], "--fail-under", f"pass={value}", exit_code=exit_code
-        )
+    for run, value, code in [*checks, ("control", "0.800000000000001", 3)]:
+        invoke("report", runs[run], "--fail-under", f"pass={value}", exit_code=code)
     # compare checks NEW; BASE, which passes 24 of 30, is not what is checked.
     pair = (runs["control"], runs["errors"])
     result = invoke("compare", *pair, "--fail-under", "pass=0.5", exit_code=3)
