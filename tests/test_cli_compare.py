@@ -2,15 +2,13 @@
 ways. BASE: 14 passes, one generation and one retrieval failure, one
 unresolved, one data error, and `gone` (BASE only: a lost result). WORSE
 turns 12 passes into generation failures (significant); SLIGHT has 2
-regressions and 1 fix (too few to tell). Both add `added`.
-"""
+regressions and 1 fix (too few to tell). Both add `added`."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import match
 from scipy.stats import binomtest
 
-from tests.commands import run_tracegrade
+from tests.commands import Completed, run_tracegrade
 from tests.support import split_into_parts, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.tasks.replay import replay
@@ -95,9 +93,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return placed
 
 
-def invoke(
-    *args: str, exit_code: int | None = None
-) -> subprocess.CompletedProcess[str]:
+def invoke(*args: str, exit_code: int | None = None) -> Completed:
     result = run_tracegrade("compare", *args, cwd=ROOT)
     assert exit_code in (None, result.returncode), result.stderr
     return result

@@ -161,9 +161,8 @@ def test_the_sample_as_the_unit_holds_the_false_positive_rate() -> None:
     for seed in range(1_000):
         rng = random.Random(seed)
         chances = [rng.uniform(0.05, 0.95) for _ in range(30)]
-        pair = paired(
-            simulated_side(rng, chances), simulated_side(rng, chances), clustered=True
-        )
+        base, new = simulated_side(rng, chances), simulated_side(rng, chances)
+        pair = paired(base, new, clustered=True)
         significant += pair["stage_diagnosis"][0]["tests"][0]["significant"]
         failed += pair["gate"]["fails"]
     assert significant <= 60 and failed <= 35 and failed <= significant

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from scipy.stats import binomtest  # type: ignore[import-untyped]
 
-from tests.commands import run_tracegrade
+from tests.commands import Completed, run_tracegrade
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.report.page import COMMENT_LIMIT, MarkdownPage, Table, escape
@@ -66,8 +65,7 @@ def raising_task(failing: list[str], *, fail_on_error: bool) -> Task:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Each run's log, by name, from one `eval` of every task; and the
-    `pairs-base` and `pairs-new` directories."""
+    """Each run's log by name, from one `eval`; and two directories of logs."""
     work = tmp_path_factory.mktemp("gate")
     tour = [json.loads(line) for line in Path(TOUR_BASE).read_text().splitlines()]
     passing = {"required": ["D1"], "context": ["D1"], "correct": True}
@@ -112,9 +110,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return found
 
 
-def invoke(
-    *args: str, exit_code: int | None = None
-) -> subprocess.CompletedProcess[str]:
+def invoke(*args: str, exit_code: int | None = None) -> Completed:
     result = run_tracegrade(*args, cwd=ROOT)
     assert exit_code in (None, result.returncode), result.stderr
     return result
@@ -130,8 +126,7 @@ def flat(text: str) -> str:
 
 
 def stages(path: str) -> dict[str, str | None]:
-    """Each sample's stage as logged, None without one: recomputed from the
-    raw log, whatever tracegrade makes of it."""
+    """Each sample's stage as the raw log holds it, None without one."""
     found: dict[str, str | None] = {}
     for sample in read_eval_log(path).samples or []:
         score = (sample.scores or {}).get("stage_diagnosis")
