@@ -144,9 +144,8 @@ def test_twelve_regressions_are_significant_in_the_documented_json(
     assert passed["difference"] == pytest.approx(-12 / 17)
     assert (retrieval["outcome"], retrieval["p_value"]) == ("retrieval failure", None)
     regression = stage["regressions"][0]
-    assert [(c["id"], c["epoch"]) for c in stage["regressions"]] == [
-        (sample_id, 1) for sample_id in PASSES[:12]
-    ]
+    regressed = [(change["id"], change["epoch"]) for change in stage["regressions"]]
+    assert regressed == [(sample, 1) for sample in PASSES[:12]]
     base = {"state": "pass", "missing": [], "explanation": PASS_EXPLANATION}
     assert regression["base"] == base | {"log": logs["base"]}
     assert regression["new"]["explanation"] == GENERATION_EXPLANATION
@@ -338,9 +337,8 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
     Path(second).unlink()
     result = invoke(logs["base"], str(tmp_path), "--json")
     (pair,) = json.loads(result.stdout)["pairs"]
-    assert [log["part"] for log in pair["logs"][1:]] == [
-        {"index": index, "count": 3} for index in (1, 3)
-    ]
+    parts = [log["part"] for log in pair["logs"][1:]]
+    assert parts == [{"index": 1, "count": 3}, {"index": 3, "count": 3}]
     warning = next(w for w in pair["warnings"] if "part" in w)
     said = ".eval (3 parts) is missing part 2; only the parts read are compared."
     assert warning.startswith("NEW: ") and warning.endswith(said)

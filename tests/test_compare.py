@@ -170,10 +170,8 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
         # Key order is part of the output: never compared as parsed objects.
         "kept": [EXPECTED, EXPECTED],
     }
-    assert (
-        "expected InvalidRecord on field 'source'; Python refused field 'answer'"
-        in text
-    )
+    said = "expected InvalidRecord on field 'source'; Python refused field 'answer'"
+    assert said in text
     assert "4 of 4 cases" in text
     core_only = ["--core-only", "--ordered-extraction", str(fixture.path)]
     assert main(core_only, packaged=()) == 1

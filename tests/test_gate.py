@@ -195,17 +195,11 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     passed = "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, "
     assert passed in result.stdout
     assert "no result lost" in result.stdout and "warning" not in result.stdout
-    control = stages(runs["control"])
-    assert stages(runs["base"]) == control
-    assert sum(stage == "pass" for stage in control.values()) / 30 == 0.8
 
 
 def test_a_report_counts_the_runs_that_errored_or_never_ran(
     runs: dict[str, str],
 ) -> None:
-    logged = stages(runs["errors"]).values()
-    passed = sum(stage == "pass" for stage in logged)
-    assert (passed, sum(stage is not None for stage in logged)) == (12, 17)
     assert (
         "E1 (stage_diagnosis, none/none): pass 12 of 30 runs: 17 diagnosed, 70.6% "
         "[46.9, 86.7] of them pass; 13 not diagnosed: 12 sample errors, 1 "
@@ -228,8 +222,7 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     assert (
         "tracegrade report: threshold not met: pass 0.4000 < 0.5 in E1 "
         "(stage_diagnosis, none/none), stage_diagnosis, over all 30 runs"
-        in result.stderr
-    )
+    ) in result.stderr
     read = as_json("report", runs["control"], "--fail-under", "pass=0.8", exit_code=0)
     (check,) = read["thresholds"]
     assert (check["metric"], check["value"], check["met"]) == ("pass", 0.8, True)
