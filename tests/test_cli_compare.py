@@ -289,9 +289,12 @@ def row(*cells: str) -> str:
 
 
 def test_the_terminal_shows_the_verdict_first_and_verbose_every_legend(
-    logs: dict[str, str],
+    logs: dict[str, str], tmp_path: Path
 ) -> None:
-    out = invoke(logs["base"], logs["worse"], exit_code=0).stdout
+    page = tmp_path / "compare.html"
+    result = invoke(logs["base"], logs["worse"], "--html", str(page), exit_code=0)
+    assert result.stderr.strip() == f"HTML comparison written to {page}"
+    out = result.stdout
     lines = out.splitlines()
     assert lines[0] == "tracegrade compare: No gate asked"
     assert "Regressions: 12 regressions (stage_diagnosis: 12 regressions)" in out

@@ -31,10 +31,15 @@ def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
     return path
 
 
-def fixture_file(
-    path: Path, cases: list[dict[str, Any]], kind: Any = S
-) -> compare.FixtureFile:
-    return compare.FixtureFile(kind, write_fixture(path, cases))
+def diffed(
+    path: Path, kind: Any, cases: list[dict[str, Any]], python: Any = None
+) -> tuple[compare.FixtureFile, list[compare.FileReport], str]:
+    """The cases in a file, Python's answers (the core's unless `python`)
+    diffed against Node's, and the text of the diff."""
+    fixture = compare.FixtureFile(kind, write_fixture(path, cases))
+    python = python or compare.CoreSource()
+    reports = compare.compare_files([fixture], python)
+    return fixture, reports, compare.render(reports, python.label)
 
 
 def failures(reports: list[compare.FileReport]) -> dict[str, list[compare.ProblemKind]]:
@@ -90,13 +95,11 @@ def test_a_planted_difference_fails(
     answer: list[Any],
     said: list[str],
 ) -> None:
-    fixture = fixture_file(tmp_path / "f.jsonl", [record], evaluator)
     # A Python side that answers every case alike.
     planted = SimpleNamespace(
         label="planted", outcome=lambda _: compare.PythonOutcome(*answer)
     )
-    reports = compare.compare_files([fixture], planted)
-    text = compare.render(reports, "planted")
+    fixture, reports, text = diffed(tmp_path / "f.jsonl", evaluator, [record], planted)
     assert failures(reports) == {record["id"]: [DIFFERENCE]}
     assert f"'{record['id']}' at {fixture.label}:1" in text
     assert "parity FAILED: 1 of 1 cases" in text
@@ -107,22 +110,18 @@ def test_a_planted_difference_fails(
 def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
     tmp_path: Path,
 ) -> None:
-    fixture = fixture_file(
-        tmp_path / "s.jsonl",
-        [
-            ASTRAL_GAP,
-            {"id": "no-context", "input": {"required": [], "correct": True}},
-            {
-                "id": "string-required",
-                "input": {"required": "D1", "context": ["D"], "correct": True},
-                "expected": {"invalid": "required"},
-            },
-            {"id": "absent", "input": {"context": ["D1"], "correct": True}},
-            {"id": "null", "input": {"required": None, "context": []}},
-        ],
-    )
-    reports = compare.compare_files([fixture], compare.CoreSource())
-    text = compare.render(reports, "Python core")
+    cases = [
+        ASTRAL_GAP,
+        {"id": "no-context", "input": {"required": [], "correct": True}},
+        {
+            "id": "string-required",
+            "input": {"required": "D1", "context": ["D"], "correct": True},
+            "expected": {"invalid": "required"},
+        },
+        {"id": "absent", "input": {"context": ["D1"], "correct": True}},
+        {"id": "null", "input": {"required": None, "context": []}},
+    ]
+    fixture, reports, text = diffed(tmp_path / "s.jsonl", S, cases)
     assert compare.passed(reports)
     tricky = reports[0].cases[0]
     assert tricky.python.result_json == tricky.node.result_json
@@ -150,19 +149,14 @@ def test_a_deviation_where_the_reference_answers_fails() -> None:
 
 
 def test_expected_mismatches_fail(tmp_path: Path) -> None:
-    fixture = fixture_file(
-        tmp_path / "x.jsonl",
-        [
-            {**SORTED_BY_ORDER, "expected": {"membership": True, "order": True}},
-            # Refused for another field; refusal expected of a valid record.
-            {**STRING_ANSWER, "id": "wrong-field", "expected": {"invalid": "source"}},
-            {**KEPT_ORDER, "id": "expected-refusal", "expected": {"invalid": "answer"}},
-            {**KEPT_ORDER, "expected": {"order": True, "membership": True}},
-        ],
-        X,
-    )
-    reports = compare.compare_files([fixture], compare.CoreSource())
-    text = compare.render(reports, "Python core")
+    cases = [
+        {**SORTED_BY_ORDER, "expected": {"membership": True, "order": True}},
+        # Refused for another field; refusal expected of a valid record.
+        {**STRING_ANSWER, "id": "wrong-field", "expected": {"invalid": "source"}},
+        {**KEPT_ORDER, "id": "expected-refusal", "expected": {"invalid": "answer"}},
+        {**KEPT_ORDER, "expected": {"order": True, "membership": True}},
+    ]
+    fixture, reports, text = diffed(tmp_path / "x.jsonl", X, cases)
     assert failures(reports) == {
         "sort": [EXPECTED, EXPECTED],
         "wrong-field": [EXPECTED],
