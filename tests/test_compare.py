@@ -17,7 +17,7 @@ import pytest
 
 from parity import compare, node
 from parity.__main__ import main
-from parity.contract import DEVIATIONS, EvaluatorName, Standing
+from parity.contract import DEVIATIONS, Standing
 from tracegrade.core import canonical_json
 
 REPOSITORY = node.PARITY_DIR.parent
@@ -89,11 +89,7 @@ PYTHON_SORTED = canonical_json(
     ],
 )
 def test_a_planted_difference_fails(
-    tmp_path: Path,
-    evaluator: EvaluatorName,
-    record: dict[str, Any],
-    answer: list[Any],
-    said: list[str],
+    tmp_path: Path, evaluator: str, record: Any, answer: list[Any], said: list[str]
 ) -> None:
     # A Python side that answers every case alike.
     planted = SimpleNamespace(
