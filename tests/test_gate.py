@@ -358,9 +358,7 @@ def test_pooling_one_epoch_then_several_is_counted(
     assert "chart-stages" in page and "chart-missed" not in page
 
 
-def test_report_rows_follow_the_evals_with_task_and_model(
-    runs: dict[str, str],
-) -> None:
+def test_report_rows_follow_the_evals_with_task_and_model(runs: dict[str, str]) -> None:
     """E1's task sorts after E2's; its rows still come first."""
     logs = (runs["base"], runs["errors"], runs["extraction"])
     out = invoke("report", *logs, exit_code=0).stdout
