@@ -70,11 +70,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     tour = [json.loads(line) for line in Path(TOUR_BASE).read_text().splitlines()]
     passing = {"required": ["D1"], "context": ["D1"], "correct": True}
     # Run for two epochs: two of BASE's passes, and three other passes.
+    others = [{"id": f"o{n}", "input": passing} for n in (1, 2, 3)]
     twice = {
         "epochs2": write_lines(work / "two.jsonl", tour[:2]),
-        "other2": write_lines(
-            work / "other.jsonl", [{"id": f"o{n}", "input": passing} for n in (1, 2, 3)]
-        ),
+        "other2": write_lines(work / "other.jsonl", others),
     }
     for line in tour[::2]:
         line["input"].pop("correct", None)
