@@ -18,6 +18,7 @@ from tests.commands import StreamedCommand, commands_in_one_interpreter, run_tra
 from tests.support import write_lines
 
 PAIRS = 600
+IDS = [f"run-{n:05d}" for n in range(PAIRS)]
 CHUNK_ENV = {"TRACEGRADE_COMPARE_CHUNK": "50"}
 
 
@@ -27,32 +28,21 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compare-outputs")
     for name, context in (("base", ["D1", "D2"]), ("new", ["D2"])):
         record = {"required": ["D1", "D2"], "context": context, "correct": True}
-        records = write_lines(
-            root / f"{name}.jsonl",
-            [{"id": f"run-{n:05d}", "input": record} for n in range(PAIRS)],
-        )
-        scored = run_tracegrade(
-            *("score", "stage_diagnosis", records, "--log-dir", name),
-            "--no-progress",
-            cwd=root,
-        )
+        lines = [{"id": sample, "input": record} for sample in IDS]
+        records = write_lines(root / f"{name}.jsonl", lines)
+        args = ("score", "stage_diagnosis", records, "--log-dir", name, "--no-progress")
+        scored = run_tracegrade(*args, cwd=root)
         assert scored.returncode == 0, scored.stderr
     return root
 
 
 def test_the_json_streams_every_pair_and_the_page_shows_a_few(root: Path) -> None:
-    done = run_tracegrade(
-        *("compare", "base", "new", "--json", "--html", "compare.html"),
-        *("--html-show", "7"),
-        cwd=root,
-        env=CHUNK_ENV,
-    )
+    args = ("compare", "base", "new", "--json", "--html", "compare.html")
+    done = run_tracegrade(*args, "--html-show", "7", cwd=root, env=CHUNK_ENV)
     assert done.returncode == 0, done.stderr
     read = json.loads(done.stdout)
     (stage,) = read["pairs"][0]["stage_diagnosis"]
-    assert [change["id"] for change in stage["regressions"]] == [
-        f"run-{n:05d}" for n in range(PAIRS)
-    ]
+    assert [change["id"] for change in stage["regressions"]] == IDS
     assert stage["worse"] == PAIRS and read["gate"]["regressions"] == PAIRS
     # One line an item of a long list.
     lines = done.stdout.splitlines()
@@ -82,16 +72,12 @@ def test_a_reader_that_stops_early_ends_the_command_in_one_line(
     reading = threading.Thread(target=reader, daemon=True)
     reading.start()
     args = ("compare", "base", "new", "--json")
+    command = StreamedCommand(args, root, stdout=(pipe, "append"))
     try:
-        (done,) = commands_in_one_interpreter(
-            [StreamedCommand(args, root, stdout=(pipe, "append"))],
-            tmp_path,
-            env=CHUNK_ENV,
-        )
+        (done,) = commands_in_one_interpreter([command], tmp_path, env=CHUNK_ENV)
     finally:
         if reading.is_alive():
-            # The command never opened the pipe: open it, so that the
-            # reader's open returns.
+            # The command never opened the pipe: open it, so the reader's returns.
             with contextlib.suppress(OSError):
                 os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
         reading.join(timeout=60)
