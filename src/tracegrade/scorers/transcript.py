@@ -18,6 +18,8 @@ from .explain import list_ids, show_id
 DOCUMENT_KEYS = ("documents", "results")
 """The keys an object result may hold its array of documents under."""
 
+_UNDER_ONE_KEY = 'an object result holds its documents under one of "documents" or '
+_UNDER_ONE_KEY += json.dumps(DOCUMENT_KEYS[1])
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
@@ -139,24 +141,14 @@ def _documents(value: Any, call: str) -> list[Any]:
     if type(value) is dict:
         keys = [key for key in DOCUMENT_KEYS if key in value]
         if len(keys) != 1:
-            raise ToolResultError(
-                call,
-                value,
-                'an object result holds its documents under one of "documents" '
-                f"or {json.dumps(DOCUMENT_KEYS[1])}",
-            )
+            raise ToolResultError(call, value, _UNDER_ONE_KEY)
         if list(value)[-1] != keys[0]:
-            raise ToolResultError(
-                call,
-                value,
-                f"{json.dumps(keys[0])} must be the object's last member, so that "
-                "a truncated result can be read",
-            )
+            why = f"{json.dumps(keys[0])} must be the object's last member, so that "
+            raise ToolResultError(call, value, why + "a truncated result can be read")
         value = value[keys[0]]
     if type(value) is not list:
-        raise ToolResultError(
-            call, value, "a result is an array of documents, or an object holding one"
-        )
+        why = "a result is an array of documents, or an object holding one"
+        raise ToolResultError(call, value, why)
     return value
 
 
@@ -358,21 +350,16 @@ def _first_boundary(tail: str, *, depth: int) -> int | None:
 
 def _string_start(text: str, closing: int) -> int | None:
     """The opening quote of the string closed at `closing`; None if before `text`."""
-    position = closing - 1
+    position = text.rfind('"', 0, closing)
     while position > 0:
-        if text[position] == '"':
-            backslashes = 0
-            while (
-                position - backslashes - 1 >= 0
-                and text[position - backslashes - 1] == "\\"
-            ):
-                backslashes += 1
-            if position - backslashes == 0:
-                return None  # its escaping began before the cut
-            if backslashes % 2 == 0:
-                return position
-            position -= backslashes
-        position -= 1
+        escaped = position
+        while escaped > 0 and text[escaped - 1] == "\\":
+            escaped -= 1
+        if escaped == 0:
+            return None  # its escaping began before the cut
+        if (position - escaped) % 2 == 0:
+            return position
+        position = text.rfind('"', 0, escaped)
     return None
 
 
