@@ -20,6 +20,8 @@ DOCUMENT_KEYS = ("documents", "results")
 
 _UNDER_ONE_KEY = 'an object result holds its documents under one of "documents" or '
 _UNDER_ONE_KEY += json.dumps(DOCUMENT_KEYS[1])
+_UNCLEAR = "Inspect truncated it, and where it cut the result cannot be told "
+_UNCLEAR += "closely enough to know which entries survived whole"
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
@@ -90,7 +92,7 @@ def read_tool_context(
         if not isinstance(message, ChatMessageTool):
             continue
         function = message.function or functions.get(message.tool_call_id or "")
-        if function is None or function not in tools:
+        if function not in tools:
             continue
         counts[function] += 1
         step = f"{function}#{counts[function]}"
@@ -173,31 +175,26 @@ def _read_truncated(
     """The entries of a truncated result that survived whole: every possible cut
     must agree, or the call is refused (docs/agents.md)."""
     wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
+    unclear = ToolResultError(call, body, _UNCLEAR)
     readings, problems = [], []
-    try:
-        for cut in _possible_cuts(body):
-            try:
-                head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
-                tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
-                whole_head = _ids(head, id_key, call)
-                whole_tail = _ids(tail, id_key, call)
-            except ToolResultError as problem:
-                problems.append(problem)
-                continue
-            cut_partway = [cut_entry] if cut_entry is not None else []
-            shown = whole_head + cut_partway + whole_tail
-            readings.append((whole_head + whole_tail, shown))
-        if not readings:
-            raise problems[0]
-        if len({json.dumps(whole) for whole, _shown in readings}) != 1:
-            raise _CutUnclear
-    except _CutUnclear:
-        raise ToolResultError(
-            call,
-            body,
-            "Inspect truncated it, and where it cut the result cannot be told "
-            "closely enough to know which entries survived whole",
-        ) from None
+    for cut in _possible_cuts(body):
+        try:
+            head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
+            tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+            whole_head, whole_tail = _ids(head, id_key, call), _ids(tail, id_key, call)
+        except ToolResultError as problem:
+            problems.append(problem)
+            continue
+        except _CutUnclear:
+            raise unclear from None
+        cut_partway = [cut_entry] if cut_entry is not None else []
+        readings.append(
+            (whole_head + whole_tail, whole_head + cut_partway + whole_tail)
+        )
+    if not readings:
+        raise problems[0]
+    if len({json.dumps(whole) for whole, _shown in readings}) != 1:
+        raise unclear
     # The earliest cut's first part is surely what Inspect kept of the head.
     whole, shown_ids = readings[0]
     partial = [item for item in shown_ids if item not in whole]
