@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,12 +257,10 @@ def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None
 
 def _into_documents(head: str, position: int, call: str) -> int:
     """Past the `[` of an object result's documents array, in its first part."""
-    try:
+    with suppress(ValueError, IndexError):
         for key, at in _members(head, position):
             if key in DOCUMENT_KEYS and head.startswith("[", at):
                 return at + 1
-    except (ValueError, IndexError):
-        pass
     raise ToolResultError(
         call, head, "Inspect truncated it before its documents array began"
     )
@@ -271,13 +270,11 @@ def _shown_id(head: str, position: int, id_key: str) -> str | None:
     """The `id_key` of the object cut at the end of `head`, when it was whole."""
     if not head.startswith("{", position):
         return None
-    try:
+    with suppress(ValueError, IndexError):
         for key, at in _members(head, position + 1):
             if key == id_key:
                 value, _end = _DECODER.raw_decode(head, at)
                 return value if isinstance(value, str) else None
-    except (ValueError, IndexError):
-        pass
     return None
 
 
