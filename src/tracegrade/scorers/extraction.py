@@ -176,10 +176,8 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    watch = KeyWatch(
-        "ordered_extraction",
-        lambda role: "A run without it is not graded: invalid-input.",
-    )
+    without = "A run without it is not graded: invalid-input."
+    watch = KeyWatch("ordered_extraction", lambda role: without)
     read_from = {
         "source": "target" if source_key is None else metadata_source(source_key),
         "answer": "output" if answer_key is None else metadata_source(answer_key),
