@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,12 @@ from ..core.steps import CONTEXT, LostDocument, Step, first_steps
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
 _LISTED = 5
 _NO_CALL = "so the answer cannot be called correct or incorrect."
+_REACHED = {
+    "generation": "Every required document reached the context, so the "
+    "wrong-answer label points to generation.",
+    "pass": "Every required document reached the context and the answer is "
+    "labelled correct: a grounded pass.",
+}
 
 
 def show_id(document_id: str) -> str:
@@ -32,11 +37,11 @@ def list_ids(ids: Sequence[str]) -> str:
 
 
 def _first_repeat(ids: Sequence[str]) -> str | None:
-    seen: Counter[str] = Counter()
+    seen: set[str] = set()
     for document_id in ids:
-        seen[document_id] += 1
-        if seen[document_id] == 2:
+        if document_id in seen:
             return document_id
+        seen.add(document_id)
     return None
 
 
@@ -55,24 +60,13 @@ def explain_stage(
         if record.get("required") is None:
             return "No required set was declared, so there is nothing to diagnose."
         return "The required set is empty, so there is nothing to diagnose."
-    if result["stage"] == "retrieval":
-        if record.get("correct") is True:
-            tail = "; a correct label cannot erase that gap."
-        else:
-            tail = (
-                ", so the failure is attributed to retrieval before the answer "
-                "is considered."
-            )
-        return f"{list_ids(missing)} never reached the supplied context{tail}"
-    if result["stage"] == "generation":
-        return (
-            "Every required document reached the context, so the wrong-answer "
-            "label points to generation."
-        )
-    return (
-        "Every required document reached the context and the answer is "
-        "labelled correct: a grounded pass."
-    )
+    if result["stage"] != "retrieval":
+        return _REACHED[result["stage"]]
+    tail = ", so the failure is attributed to retrieval before the answer is "
+    tail += "considered."
+    if record.get("correct") is True:
+        tail = "; a correct label cannot erase that gap."
+    return f"{list_ids(missing)} never reached the supplied context{tail}"
 
 
 def explain_lost(
@@ -145,14 +139,10 @@ def explain_extraction(
 
 
 def explain_unrecorded_context(*, recorded_null: bool = False) -> str:
-    """Why a run with no recorded context (or a `null` one) is not graded."""
+    never = "The context was never recorded (no solver set RetrievalTrace.context)"
     if recorded_null:
-        never = (
-            "The recorded context is null (RetrievalTrace.context was never set "
-            "to a list of IDs)"
-        )
-    else:
-        never = "The context was never recorded (no solver set RetrievalTrace.context)"
+        never = "The recorded context is null (RetrievalTrace.context was never "
+        never += "set to a list of IDs)"
     return f"{never}, so retrieval cannot be judged and the run is not graded."
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NoReturn
 
@@ -41,9 +42,7 @@ def extraction_score(
     structured_key: str | None = None,
 ) -> Score:
     """An extraction record's `Score`, errors included: its one path to a result.
-
-    With `answer_text` the answer is read from that output (unreadable is the
-    model's failure); without it, `record` holds a recorded answer."""
+    With `answer_text` the answer is read from that output, else from `record`."""
     if answer_text is None:
         return _value_score(record, read_from)
     try:
@@ -86,11 +85,8 @@ def recorded_output_score(
 def _where(
     answer: str, record: dict[str, Any], read_from: dict[str, str], **more: Any
 ) -> dict[str, Any]:
-    """A score's fields beside its value; `itemised` None until graded."""
-    return {"answer": answer, "record": record, "read_from": read_from} | {
-        "itemised": None,
-        **more,
-    }
+    where = {"answer": answer, "record": record, "read_from": read_from}
+    return where | {"itemised": None, **more}
 
 
 def _value_score(
@@ -111,13 +107,12 @@ def _value_score(
     if has_duplicates(source):
         return _duplicate_source(why, result, where)
     error = error_info("duplicate-answer-id", "answer", "answer", why)
-    return graded(
-        dict(FAILED_BOTH), explanation=why, result=result, error=error, **where
-    )
+    value = dict(FAILED_BOTH)
+    return graded(value, explanation=why, result=result, error=error, **where)
 
 
 def _source_refusal(record: dict[str, Any], where: dict[str, Any]) -> Score | None:
-    """The source's own data error, if any: it wins over an unreadable answer."""
+    """The source's own data error wins over an unreadable answer."""
     try:
         grade_extraction(record)  # reads the source before the answer
     except InvalidRecord as invalid:
@@ -164,8 +159,7 @@ def ordered_extraction_scorer(
     **unknown: NoReturn,
 ) -> Scorer:
     """Grade membership and order of an extracted ID list separately; a repeated
-    or unreadable answer fails both, a broken source is unscored. The arguments
-    are in docs/scores.md."""
+    or unreadable answer fails both, a broken source is unscored (docs/scores.md)."""
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     keys = dict(source_key=source_key, answer_key=answer_key)
     keys |= dict(structured_key=structured_key, output_key=output_key)
@@ -182,10 +176,8 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    watch = KeyWatch(
-        "ordered_extraction",
-        lambda role: "A run without it is not graded: invalid-input.",
-    )
+    without = "A run without it is not graded: invalid-input."
+    watch = KeyWatch("ordered_extraction", lambda role: without)
     read_from = {
         "source": "target" if source_key is None else metadata_source(source_key),
         "answer": "output" if answer_key is None else metadata_source(answer_key),
@@ -203,24 +195,17 @@ def ordered_extraction_scorer(
             watch.read_key(state, record, "source", source_key)
         if answer_key is None:
             text = state.output.completion
-            return await _off_the_loop_if_long(
-                partial(
-                    extraction_score,
-                    record,
-                    dict(read_from),
-                    answer_text=text,
-                    structured_key=structured_key,
-                ),
-                text,
+            read = partial(
+                extraction_score, answer_text=text, structured_key=structured_key
             )
+            return await _off_the_loop_if_long(text, read, record, dict(read_from))
         if output_key is not None and output_key in state.metadata:
             watch.note("answer", True, str)
             output = state.metadata[output_key]
             output_from = {**read_from, "answer": metadata_source(output_key)}
             answer_too = answer_key in state.metadata
             return await _off_the_loop_if_long(
-                partial(recorded_output_score, record, output_from, output, answer_too),
-                output,
+                output, recorded_output_score, record, output_from, output, answer_too
             )
         watch.read_key(state, record, "answer", answer_key)
         return extraction_score(record, dict(read_from))
@@ -229,8 +214,10 @@ def ordered_extraction_scorer(
     return record_scorer(score, read_from=read_from, absent=absent)
 
 
-async def _off_the_loop_if_long(read: partial[Score], text: object) -> Score:
+async def _off_the_loop_if_long(
+    text: object, read: Callable[..., Score], *args: Any
+) -> Score:
     """A long text read on the event loop would stall every other sample."""
     if not isinstance(text, str) or len(text) < READ_IN_THREAD_CHARACTERS:
-        return read()
-    return await anyio.to_thread.run_sync(read)
+        return read(*args)
+    return await anyio.to_thread.run_sync(read, *args)

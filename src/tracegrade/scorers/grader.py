@@ -20,8 +20,7 @@ _GRADER_FIELDS = ("value", "answer", "explanation", "reason", "metadata")
 
 
 class LabelScorerError(ArgumentError):
-    """A `label_scorer` or `label_from` that is no usable grader, or more
-    than one label source."""
+    """No usable `label_scorer` or `label_from`, or more than one label source."""
 
 
 def label_from_value(value: Any) -> bool | None:
@@ -58,8 +57,8 @@ class LabelSource:
     async def read(
         self, state: TaskState, target: Target, record: dict[str, Any], watch: KeyWatch
     ) -> tuple[str | None, dict[str, Any] | None]:
-        """Put the run's label in `record`; return why there is none (if a grader
-        or score was to give it) and the stage score's `grader` metadata."""
+        """Put the run's label in `record`; return why a grader or score gave
+        none, and the stage score's `grader` metadata."""
         given: Score | None = None
         if self.staff is not None:
             found = self.staff.label_for(state.sample_id, state.epoch)
@@ -84,7 +83,6 @@ class LabelSource:
         return no_label, {"name": self.name} | grader
 
     def _why_no_label(self, score: Score | None) -> str:
-        """Why a run has no label, quoting what the grader (or given score) gave."""
         name, from_score = self.name, self.grader is None
         if score is None and from_score:
             return (
@@ -128,8 +126,7 @@ class LabelSource:
 
 
 def _grader(grader: Any) -> Scorer:
-    """The grader, from a scorer or its registry name (made with no arguments);
-    only a registered scorer, since the log records it by name."""
+    """A registered scorer (the log records it by name), or one made by name."""
     if isinstance(grader, str):
         try:
             grader = registry_create("scorer", grader.strip())
@@ -163,7 +160,7 @@ def _grader(grader: Any) -> Scorer:
             f"label_scorer {quote(info.name)} is a registered {info.type}, not a scorer"
         )
     # The `@scorer` function shares the registry entry of the scorer it makes.
-    if not _is_scorer(grader):
+    if not any(map(inspect.iscoroutinefunction, (grader, type(grader).__call__))):
         raise LabelScorerError(
             f"label_scorer {name} is the @scorer function, not a scorer; call it: "
             f"label_scorer={name}() (with any arguments it takes)"
@@ -171,14 +168,7 @@ def _grader(grader: Any) -> Scorer:
     return cast(Scorer, grader)
 
 
-def _is_scorer(grader: Any) -> bool:
-    return inspect.iscoroutinefunction(grader) or inspect.iscoroutinefunction(
-        type(grader).__call__
-    )
-
-
 def _one_label_source(labels: Any, label_scorer: Any, label_from: Any) -> None:
-    """Refuse more than one label source, and a `label_from` that names no score."""
     given = [
         f"{argument}={shown}"
         for argument, value, shown in (

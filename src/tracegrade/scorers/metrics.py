@@ -48,7 +48,6 @@ COUNT_METRICS = frozenset({"lucky_answers", "answer_failures", "scored_runs"})
 
 
 def _read(sample_score: SampleScore, read: Callable[..., _T], *args: Any) -> _T:
-    """`read(*args)`, its `InvalidScore` a `ValueError` naming the sample."""
     try:
         return read(*args)
     except InvalidScore as invalid:
@@ -84,8 +83,7 @@ def stage_shares() -> Metric:
 
 @metric(scores="unreduced")
 def stage_modes() -> Metric:
-    """Share of samples in each stage by its mode across epochs (`pass_mode`,
-    ...); a tie goes to the earlier stage in `STAGES`."""
+    """Share of samples by their mode stage over epochs; ties go to the earlier."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         # Grouped by sorting, not a dict per sample id: memory stays flat.
@@ -103,27 +101,36 @@ def _sample_id(sample_score: SampleScore) -> str:
     return str(sample_score.sample_id)
 
 
+def _lucky(sample_score: SampleScore) -> bool:
+    if _stage(sample_score) != "retrieval":
+        return False
+    record = _metadata(sample_score, "record")["record"]
+    return type(record) is dict and record.get("correct") is True
+
+
 @metric(scores="unreduced")
 def lucky_answers() -> Metric:
-    """Runs labelled correct while required evidence never reached the context
-    (a mapping: over no run Inspect would log a scalar as NaN, not 0)."""
-
-    def lucky(sample_score: SampleScore) -> bool:
-        if _stage(sample_score) != "retrieval":
-            return False
-        record = _metadata(sample_score, "record")["record"]
-        return type(record) is dict and record.get("correct") is True
+    """Runs labelled correct though required evidence never reached the context."""
 
     def compute(scores: list[SampleScore]) -> dict[str, int]:
-        return {"lucky_answers": sum(map(lucky, scores))}
+        return {"lucky_answers": sum(map(_lucky, scores))}
+
+    return compute
+
+
+@metric(scores="unreduced")
+def scored_runs() -> Metric:
+    """How many runs got a score, `{"scored_runs": n}` (no NaN over none)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
+        return {"scored_runs": len(scores)}
 
     return compute
 
 
 @metric(scores="unreduced")
 def context_recall() -> Metric:
-    """Mean `recall` over diagnosed runs (`unresolved` left out), by `math.fsum`
-    so that no order of the runs changes the bits."""
+    """Mean `recall` over diagnosed runs, exactly summed: order never changes it."""
     return _mean_share("recall")
 
 
@@ -147,8 +154,7 @@ def _mean_share(key: str) -> Metric:
 
 @metric(scores="unreduced")
 def step_recall() -> Metric:
-    """Each pipeline step's mean recall over the runs that have the step,
-    `{"retriever_recall": ...}`, summed as `context_recall` is."""
+    """Each pipeline step's mean recall over the runs that have the step."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         shares: dict[str, list[float]] = {}
@@ -164,34 +170,19 @@ def step_recall() -> Metric:
 
 @metric(scores="unreduced")
 def answer_failures() -> Metric:
-    """Answers that failed both criteria by breaking the answer contract:
-    `duplicate-id` (a repeated ID) and `unreadable` (no list of IDs)."""
+    """Answers that failed both criteria by a repeated ID or no list of IDs."""
 
     def compute(scores: list[SampleScore]) -> dict[str, int]:
-        counts = dict.fromkeys(FAILURE_LABELS.values(), 0)
-        for sample_score in scores:
-            error = _read(sample_score, read_error, _metadata(sample_score, "error"))
-            if error is not None and error.side == "answer":
-                counts[FAILURE_LABELS[error.kind]] += 1
-        return counts
-
-    return compute
-
-
-@metric(scores="unreduced")
-def scored_runs() -> Metric:
-    """How many runs got a score, `{"scored_runs": n}` (no NaN over none)."""
-
-    def compute(scores: list[SampleScore]) -> dict[str, int]:
-        return {"scored_runs": len(scores)}
+        errors = (_read(s, read_error, _metadata(s, "error")) for s in scores)
+        kinds = Counter(e.kind for e in errors if e is not None and e.side == "answer")
+        return {label: kinds[kind] for kind, label in FAILURE_LABELS.items()}
 
     return compute
 
 
 @metric
 def criteria_shares() -> Metric:
-    """Share of scored samples passing each criterion, as `accuracy` sums it,
-    in the scorer's own entry, which Inspect would otherwise log empty."""
+    """Share of scored samples passing each criterion, as `accuracy` sums it."""
     to_float = value_to_float()
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
@@ -199,14 +190,7 @@ def criteria_shares() -> Metric:
         for criterion in CRITERIA:
             total, counted = 0.0, 0
             for sample_score in scores:
-                value = sample_score.score.value
-                if not isinstance(value, dict) or criterion not in value:
-                    raise ValueError(
-                        f"sample {sample_score.sample_id!r}: an extraction metric "
-                        f"needs {{{', '.join(map(repr, CRITERIA))}}} as the score "
-                        f"value, got {value!r}"
-                    )
-                share = value[criterion]  # over epochs, a mean
+                share = _criteria(sample_score)[criterion]  # over epochs, a mean
                 if not (isinstance(share, float) and math.isnan(share)):
                     total += to_float(share)
                     counted += 1
@@ -214,6 +198,16 @@ def criteria_shares() -> Metric:
         return shares
 
     return compute
+
+
+def _criteria(sample_score: SampleScore) -> dict[str, Any]:
+    value = sample_score.score.value
+    if isinstance(value, dict) and all(key in value for key in CRITERIA):
+        return value
+    raise ValueError(
+        f"sample {sample_score.sample_id!r}: an extraction metric needs "
+        f"{{{', '.join(map(repr, CRITERIA))}}} as the score value, got {value!r}"
+    )
 
 
 def is_count(eval_metric: EvalMetric) -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypedDict
+from typing import Any
 
 from inspect_ai.event import ErrorEvent
 from inspect_ai.log import TranscriptHistoryUnavailableError, transcript
-from inspect_ai.scorer import Score, Scorer, Target, Value
+from inspect_ai.scorer import Score, Scorer, Target
 from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, canonical_json
@@ -26,17 +26,11 @@ RUN_ERRORS = ("sample-error",)
 
 _SHOWN_ERROR = 200  # characters of a run's error an explanation quotes
 _SCORES_HAVE_REASON = "reason" in Score.model_fields  # Inspect 0.3.261 on
-
-
-class ErrorInfo(TypedDict):
-    kind: str
-    side: ErrorSide
-    field: str | None
-    message: str
+ErrorInfo = dict[str, Any]
 
 
 def error_info(kind: str, side: ErrorSide, field: str | None, msg: str) -> ErrorInfo:
-    return ErrorInfo(kind=kind, side=side, field=field, message=msg)
+    return {"kind": kind, "side": side, "field": field, "message": msg}
 
 
 def error_kind(score: Score) -> str | None:
@@ -68,7 +62,7 @@ def metadata_source(key: str) -> str:
 
 
 def graded(
-    value: Value | None,
+    value: Any,
     *,
     answer: str | None,
     explanation: str,
@@ -112,9 +106,8 @@ def record_scorer(
     read_from: dict[str, str],
     absent: tuple[str, ...],
 ) -> Scorer:
-    """A scorer that gives a run that failed before answering `sample-error`
-    (nothing read or graded; `absent`, the scorer's own metadata keys, None)
-    and every other run to `score_run`."""
+    """`score_run`, but a run that failed before answering is `sample-error`,
+    its scorer's own metadata keys (`absent`) None."""
 
     async def score(state: TaskState, target: Target) -> Score:
         failure = _sample_error()

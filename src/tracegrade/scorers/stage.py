@@ -50,13 +50,10 @@ def diagnosis_score(
     calls: ToolContext | None = None,
 ) -> Score:
     """A stage record's `Score`, errors included: its one path to a result.
-
-    `context_recorded` is False for an unset `RetrievalTrace`; `no_label`
-    says why a grader gave no label; `calls` are the tool calls read."""
+    `no_label` says why a grader gave no label; `calls` are the tool calls read."""
     answer = output or (shown(record["context"]) if "context" in record else None)
-    shares = {"recall": stage_recall(record), "precision": stage_precision(record)}
-    where: dict[str, Any] = {"answer": answer, "record": record, **shares}
-    where["read_from"] = read_from
+    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
+    where |= {"recall": stage_recall(record), "precision": stage_precision(record)}
     try:
         if calls is not None and calls.problem is not None:
             raise calls.problem
@@ -65,29 +62,28 @@ def diagnosis_score(
     except InvalidRecord as invalid:
         score = invalid_score(invalid, **where)
         if invalid.field == "context" and not context_recorded:
-            null = "context" in record and record["context"] is None
+            null = record.get("context", False) is None
             score.explanation = explain_unrecorded_context(recorded_null=null)
         return score
     missing = result.get("missing")  # absent exactly on `unresolved`
     lost = None
     if steps is not None and isinstance(missing, list):
-        lost = lost_documents(missing, steps)
-        where["lost"] = lost
-    if steps is not None and shares["recall"] is not None:
+        lost = where["lost"] = lost_documents(missing, steps)
+    if steps is not None and where["recall"] is not None:
         where["step_recall"] = step_recalls(record["required"], steps)
-    if "error" in result and no_label is not None:
+    failed = "error" in result
+    why = explain_stage(record, result, read_from["correct"])
+    if failed and no_label is not None:
         why = no_label
-    else:
-        why = explain_stage(record, result, read_from["correct"])
     if lost and calls is not None:
         why += " " + calls.explain_lost(lost)
     elif lost and steps is not None:
         why += " " + explain_lost(lost, steps, record["context"])
     why += calls.note() if calls is not None else ""
-    if "error" in result:
-        error = error_info("answer-label", "data", "correct", why)
-        return graded(None, explanation=why, result=result, error=error, **where)
-    return graded(result["stage"], explanation=why, result=result, **where)
+    error = error_info("answer-label", "data", "correct", why) if failed else None
+    return graded(
+        result.get("stage"), explanation=why, result=result, error=error, **where
+    )
 
 
 @scorer(metrics=STAGE_METRICS, name="stage_diagnosis")
@@ -103,9 +99,8 @@ def stage_diagnosis_scorer(
     context_id_key: str = "id",
     **unknown: NoReturn,
 ) -> Scorer:
-    """Diagnose each run's failing stage: retrieval, generation, pass or
-    unresolved; a missing label or a record outside the contract is unscored,
-    never guessed. The arguments are in docs/scores.md and docs/agents.md."""
+    """Diagnose each run's failing stage; a missing label or a record outside
+    the contract is unscored, never guessed (docs/scores.md, docs/agents.md)."""
     refuse_unknown_arguments("stage_diagnosis", stage_diagnosis_scorer, unknown)
     check_key("required_key", required_key)
     check_key("correct_key", correct_key)
@@ -154,9 +149,7 @@ def stage_diagnosis_scorer(
         elif tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
         no_label, grader = await label.read(state, target, record, watch)
-        run_from = dict(read_from)
-        if "steps" in record:
-            run_from["steps"] = steps_from
+        run_from = read_from | ({"steps": steps_from} if "steps" in record else {})
         result = diagnosis_score(
             record,
             run_from,
@@ -166,8 +159,7 @@ def stage_diagnosis_scorer(
             calls=calls,
         )
         if grader is not None:
-            assert result.metadata is not None
-            result.metadata["grader"] = grader
+            result.metadata = (result.metadata or {}) | {"grader": grader}
         return result
 
     return record_scorer(score, read_from=read_from, absent=("recall", "precision"))

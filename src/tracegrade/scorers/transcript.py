@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,10 @@ from .explain import list_ids, show_id
 DOCUMENT_KEYS = ("documents", "results")
 """The keys an object result may hold its array of documents under."""
 
+_UNDER_ONE_KEY = 'an object result holds its documents under one of "documents" or '
+_UNDER_ONE_KEY += json.dumps(DOCUMENT_KEYS[1])
+_UNCLEAR = "Inspect truncated it, and where it cut the result cannot be told "
+_UNCLEAR += "closely enough to know which entries survived whole"
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
@@ -88,7 +93,7 @@ def read_tool_context(
         if not isinstance(message, ChatMessageTool):
             continue
         function = message.function or functions.get(message.tool_call_id or "")
-        if function is None or function not in tools:
+        if function not in tools:
             continue
         counts[function] += 1
         step = f"{function}#{counts[function]}"
@@ -139,24 +144,14 @@ def _documents(value: Any, call: str) -> list[Any]:
     if type(value) is dict:
         keys = [key for key in DOCUMENT_KEYS if key in value]
         if len(keys) != 1:
-            raise ToolResultError(
-                call,
-                value,
-                'an object result holds its documents under one of "documents" '
-                f"or {json.dumps(DOCUMENT_KEYS[1])}",
-            )
+            raise ToolResultError(call, value, _UNDER_ONE_KEY)
         if list(value)[-1] != keys[0]:
-            raise ToolResultError(
-                call,
-                value,
-                f"{json.dumps(keys[0])} must be the object's last member, so that "
-                "a truncated result can be read",
-            )
+            why = f"{json.dumps(keys[0])} must be the object's last member, so that "
+            raise ToolResultError(call, value, why + "a truncated result can be read")
         value = value[keys[0]]
     if type(value) is not list:
-        raise ToolResultError(
-            call, value, "a result is an array of documents, or an object holding one"
-        )
+        why = "a result is an array of documents, or an object holding one"
+        raise ToolResultError(call, value, why)
     return value
 
 
@@ -181,31 +176,26 @@ def _read_truncated(
     """The entries of a truncated result that survived whole: every possible cut
     must agree, or the call is refused (docs/agents.md)."""
     wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
+    unclear = ToolResultError(call, body, _UNCLEAR)
     readings, problems = [], []
-    try:
-        for cut in _possible_cuts(body):
-            try:
-                head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
-                tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
-                whole_head = _ids(head, id_key, call)
-                whole_tail = _ids(tail, id_key, call)
-            except ToolResultError as problem:
-                problems.append(problem)
-                continue
-            cut_partway = [cut_entry] if cut_entry is not None else []
-            shown = whole_head + cut_partway + whole_tail
-            readings.append((whole_head + whole_tail, shown))
-        if not readings:
-            raise problems[0]
-        if len({json.dumps(whole) for whole, _shown in readings}) != 1:
-            raise _CutUnclear
-    except _CutUnclear:
-        raise ToolResultError(
-            call,
-            body,
-            "Inspect truncated it, and where it cut the result cannot be told "
-            "closely enough to know which entries survived whole",
-        ) from None
+    for cut in _possible_cuts(body):
+        try:
+            head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
+            tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+            whole_head, whole_tail = _ids(head, id_key, call), _ids(tail, id_key, call)
+        except ToolResultError as problem:
+            problems.append(problem)
+            continue
+        except _CutUnclear:
+            raise unclear from None
+        cut_partway = [cut_entry] if cut_entry is not None else []
+        readings.append(
+            (whole_head + whole_tail, whole_head + cut_partway + whole_tail)
+        )
+    if not readings:
+        raise problems[0]
+    if len({json.dumps(whole) for whole, _shown in readings}) != 1:
+        raise unclear
     # The earliest cut's first part is surely what Inspect kept of the head.
     whole, shown_ids = readings[0]
     partial = [item for item in shown_ids if item not in whole]
@@ -267,12 +257,10 @@ def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None
 
 def _into_documents(head: str, position: int, call: str) -> int:
     """Past the `[` of an object result's documents array, in its first part."""
-    try:
+    with suppress(ValueError, IndexError):
         for key, at in _members(head, position):
             if key in DOCUMENT_KEYS and head.startswith("[", at):
                 return at + 1
-    except (ValueError, IndexError):
-        pass
     raise ToolResultError(
         call, head, "Inspect truncated it before its documents array began"
     )
@@ -282,13 +270,11 @@ def _shown_id(head: str, position: int, id_key: str) -> str | None:
     """The `id_key` of the object cut at the end of `head`, when it was whole."""
     if not head.startswith("{", position):
         return None
-    try:
+    with suppress(ValueError, IndexError):
         for key, at in _members(head, position + 1):
             if key == id_key:
                 value, _end = _DECODER.raw_decode(head, at)
                 return value if isinstance(value, str) else None
-    except (ValueError, IndexError):
-        pass
     return None
 
 
@@ -358,21 +344,16 @@ def _first_boundary(tail: str, *, depth: int) -> int | None:
 
 def _string_start(text: str, closing: int) -> int | None:
     """The opening quote of the string closed at `closing`; None if before `text`."""
-    position = closing - 1
+    position = text.rfind('"', 0, closing)
     while position > 0:
-        if text[position] == '"':
-            backslashes = 0
-            while (
-                position - backslashes - 1 >= 0
-                and text[position - backslashes - 1] == "\\"
-            ):
-                backslashes += 1
-            if position - backslashes == 0:
-                return None  # its escaping began before the cut
-            if backslashes % 2 == 0:
-                return position
-            position -= backslashes
-        position -= 1
+        escaped = position
+        while escaped > 0 and text[escaped - 1] == "\\":
+            escaped -= 1
+        if escaped == 0:
+            return None  # its escaping began before the cut
+        if (position - escaped) % 2 == 0:
+            return position
+        position = text.rfind('"', 0, escaped)
     return None
 
 

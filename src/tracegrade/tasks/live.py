@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -14,6 +13,7 @@ from inspect_ai.solver import generate
 from inspect_ai.util import JSONSchema
 
 from ..core import canonical_json
+from ..core.errors import quote
 from ..datasets import SourceDocument, packaged_fixture, read_source_documents
 from ..scorers import ordered_extraction_scorer
 from ..scorers.arguments import checked_task
@@ -77,12 +77,11 @@ def prompt_template(prompt: str | None) -> str:
         template = Path(prompt).read_text(encoding="utf-8")
     except (OSError, ValueError) as error:  # ValueError: a NUL, so no path
         if not _is_file(prompt):
-            shown = json.dumps(prompt)
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
             raise PromptError(
-                f"the prompt {shown} has no {{document}} placeholder and "
-                "names no existing file; a template must say where the document "
-                "goes with {document} (and may name what to extract with {target})"
+                f"the prompt {quote(prompt, 60)} has no {{document}} placeholder "
+                "and names no existing file; a template must say where the "
+                "document goes with {document} (and may name what to extract "
+                "with {target})"
             ) from None
         raise PromptError(f"cannot read prompt file {prompt} ({error})") from error
     if "{document}" not in template:
@@ -102,8 +101,7 @@ def _is_file(path: str) -> bool:
 
 
 def _sample(document: SourceDocument, template: str) -> Sample:
-    """One document's sample: the template filled in one pass (so a document's
-    own "{target}" stays), the source as target."""
+    """The template filled in one pass, so a document's own "{target}" stays."""
     values = {"document": document.text, "target": document.target}
     kind = {"kind": document.kind} if document.kind is not None else {}
     return Sample(
@@ -126,11 +124,9 @@ def ordered_extraction(
     name = "tracegrade/ordered_extraction"
     with checked_task(name, ordered_extraction, kwargs):
         template = prompt_template(prompt)
-        source: Any = dataset
-        if dataset is None:
-            source = packaged_fixture("extraction_documents.jsonl")
+        fixture = packaged_fixture("extraction_documents.jsonl")
+        source = fixture if dataset is None else dataset
         samples = [_sample(doc, template) for doc in read_source_documents(source)]
-        schema = RESPONSE_SCHEMA if structured else None
         return Task(
             dataset=MemoryDataset(
                 samples, name="extraction_documents", location=str(source)
@@ -139,6 +135,8 @@ def ordered_extraction(
             scorer=ordered_extraction_scorer(
                 structured_key=STRUCTURED_KEY if structured else None
             ),
-            config=GenerateConfig(response_schema=schema),
+            config=GenerateConfig(
+                response_schema=RESPONSE_SCHEMA if structured else None
+            ),
             epochs=Epochs(1, "mean"),
         )

@@ -40,7 +40,7 @@ EXTRACTION_READ_FROM = {
 
 def stage_input_score(case: dict[str, Any]) -> Score:
     """The score `tracegrade/stage_diagnosis` gives a case with this `input`,
-    without Inspect's runner: replayed, then read as its scorer reads it."""
+    without Inspect's runner."""
     record: dict[str, Any] = {
         k: case[k] for k in ("required", "context", "steps", "correct") if k in case
     }
@@ -58,8 +58,7 @@ def stage_input_score(case: dict[str, Any]) -> Score:
 
 
 def extraction_input_score(case: dict[str, Any]) -> Score:
-    """The score `tracegrade/ordered_extraction_recorded` gives a case with
-    this `input`: a recorded `answer` as recorded, a recorded `output` read."""
+    """The score `tracegrade/ordered_extraction_recorded` gives this `input`."""
     record: dict[str, Any] = {k: case[k] for k in ("source", "answer") if k in case}
     if "output" in case:
         read_from = {**EXTRACTION_READ_FROM, "answer": metadata_source("output")}
@@ -72,9 +71,8 @@ def extraction_input_score(case: dict[str, Any]) -> Score:
 
 @task
 def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Diagnose the failing stage of recorded RAG runs, each context replayed
-    into `RetrievalTrace`; `dataset`: a fixture-format file, `edge-cases`, or
-    by default the 30 packaged runs."""
+    """Diagnose the failing stage of recorded RAG runs; `dataset`: a
+    fixture-format file, `edge-cases`, or by default the 30 packaged runs."""
     with checked_task("tracegrade/stage_diagnosis", stage_diagnosis, kwargs):
         source: Any = dataset
         if dataset is None:
