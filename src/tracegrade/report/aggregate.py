@@ -84,9 +84,6 @@ class Proportion:
         return cls(count, total, share, *wilson(share, effective), effective)
 
 
-# --- what the report holds (its JSON) -------------------------------------------
-
-
 @dataclass(frozen=True)
 class ErrorCount:
     kind: str
@@ -199,9 +196,6 @@ class Report:
     @property
     def summaries(self) -> list[StageSummary | ExtractionSummary]:
         return [*self.stage_diagnosis, *self.ordered_extraction]
-
-
-# --- counting -------------------------------------------------------------------
 
 
 def build_report(
@@ -322,8 +316,7 @@ class _Group:
                 ids["in_source"].update(score.source)
                 ids["dropped"].update(score.itemised.dropped)
                 ids["invented"].update(score.itemised.invented)
-        error = score.error
-        if error is not None:
+        if (error := score.error) is not None:
             self.errors[error.kind, error.side] += 1
         why = error.kind if error is not None and error.unscored else None
         self.all.add(diagnosed, why, tuple(outcomes), *figures)

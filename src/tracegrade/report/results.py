@@ -69,11 +69,6 @@ class ResultsDataset:
     epochs: int = 1
 
 
-def _bookkeeping(name: str) -> bool:
-    # Hidden and engine files (`_SUCCESS`, `.crc`), which pyarrow leaves.
-    return name.startswith((".", "_"))
-
-
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     """The logs, and the Parquet results opened once each."""
     from ..logs.evals import files_under, logs_under
@@ -85,7 +80,8 @@ def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
         files = [path] if given.is_file() and given.suffix == SUFFIX else []
         if given.is_dir():
             try:
-                under = files_under(given, _bookkeeping)
+                # Hidden and engine files (`_SUCCESS`, `.crc`) are not results.
+                under = files_under(given, lambda name: name.startswith((".", "_")))
                 parquet = [str(file) for file in under if file.suffix == SUFFIX]
                 files = parquet if parquet and not logs_under(given) else []
             except OSError:
@@ -154,8 +150,7 @@ def read_results(
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    columns = list(COLUMNS[results.scorer])
-    columns += STEP_COLUMNS if results.steps else ()
+    columns = [*COLUMNS[results.scorer], *(STEP_COLUMNS if results.steps else ())]
     decode = _stage if results.scorer == STAGE_SCORER else _extraction
     # Each id's first file and row: a repeat is two runs pooled silently.
     first_rows: dict[Any, tuple[str, int]] = {}

@@ -11,6 +11,7 @@ from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Proportion, Report, StageSummary
 from .page import Page, Section, Table
 from .runs import why_text
+from .steps import NDCG_DEPTH, NEAR_THE_CUT
 from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
 
 Summary = StageSummary | ExtractionSummary
@@ -326,12 +327,10 @@ def _median(rank: float | None) -> str:
 
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
-    with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
-    if not with_steps:
-        return []
-    depth, near = with_steps[0][1].ndcg_depth, with_steps[0][1].context.near
     steps, cuts = [], []
-    for s, losses in with_steps:
+    for s in summaries:
+        if (losses := s.pipeline) is None:
+            continue
         for step in losses.steps:
             figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
             lost = step.lost, percent(step.lost_share)
@@ -340,7 +339,10 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
         cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
-    return [_table("pipeline", steps, depth=depth), _table("cut", cuts, near=near)]
+    return [
+        _table("pipeline", steps, depth=NDCG_DEPTH),
+        _table("cut", cuts, near=NEAR_THE_CUT),
+    ]
 
 
 def _evals_table(report: Report) -> Table:
