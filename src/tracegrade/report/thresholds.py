@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Final
@@ -94,10 +94,9 @@ def parse_threshold(text: str) -> Threshold:
 
 
 def check_thresholds(
-    thresholds: Sequence[Threshold], targets: Iterable[Target]
+    thresholds: Sequence[Threshold], targets: Sequence[Target]
 ) -> list[ThresholdCheck]:
     """Each threshold against every target of its scorer."""
-    targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
         kind = METRICS[threshold.metric]
