@@ -323,13 +323,17 @@ class _Group:
         if self.clusters is not None:
             self.clusters[sample].update(outcomes)
 
-    def none(self, runs: dict[str, int]) -> None:
+    def none(self, errored: int, unscored: int, not_run: int) -> None:
         """Runs with no score at all, counted by why."""
+        runs = {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
         total = sum(runs.values())
         self.all.runs += total
         self.all.why.update(runs)
         self.all.without_recall += total
         self.all.without_precision += total
+        if errored:
+            self.errors[SAMPLE_ERROR, "run"] += errored
+        self.not_run += not_run
 
     def share(self, outcome: str, population: str) -> Proportion:
         clusters = [
@@ -452,12 +456,7 @@ class _Counted:
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
-                group.none(
-                    {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
-                )
-                if errored:
-                    group.errors[SAMPLE_ERROR, "run"] += errored
-                group.not_run += not_run
+                group.none(errored, unscored, not_run)
                 for sample_id, _, _ in scores.scoreless or []:
                     key = self.sample(group, label, sample_id)
                     if group.clusters is not None:
