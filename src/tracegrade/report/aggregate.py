@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import quote
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
@@ -25,12 +25,10 @@ from ..schema import (
     read_extraction,
     read_stage,
 )
+from .results import ResultsDataset, read_results, split_paths
 from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
-
-if TYPE_CHECKING:
-    from .results import ResultsDataset
 
 CONFIDENCE = 0.95
 
@@ -207,8 +205,6 @@ def build_report(
     samples: SampleReader = log_samples,
 ) -> Report:
     """Count the tracegrade scores of every eval at or under `paths`."""
-    from .results import split_paths
-
     logs, results = split_paths(paths)
     evals = read_evals(logs) if logs else Evals([], [])
     return report_evals(evals, results, top, pool, thresholds, samples=samples)
@@ -472,8 +468,6 @@ class _Counted:
 
     def add_results(self, label: str, results: ResultsDataset, clustered: bool) -> None:
         """Each row a run of its own sample, decoded into a log's score."""
-        from .results import read_results
-
         group = self.group(label, results, results.scorer, results.scorer, clustered)
         for row, (sample_id, score) in enumerate(read_results(results)):
             # A row without an id is a sample no other eval can share.
