@@ -7,10 +7,14 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.table import Table as RichTable
+from rich.text import Text
 
 # A count, a share with its interval, a p-value or a change; "n/a" when none.
 _FIGURE = re.compile(
@@ -94,8 +98,6 @@ class Page:
 
 def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     """The page on the terminal: verdict, summary, then the tables."""
-    from rich.text import Text
-
     style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
     lines = [*page.summary, *(f"- {line}" for line in page.headlines)]
     if page.quiet_verdict and page.failed is None:
@@ -129,11 +131,6 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
 
 def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
     """One table, as records where rich would crop it; legend if `verbose`."""
-    from rich.measure import Measurement
-    from rich.padding import Padding
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     if not table.rows or (table.detail and not verbose):
         return
     shown = table if verbose else table.briefly()
@@ -171,10 +168,6 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
 
 def _rich_table(spec: Table, *, tight: bool) -> Any:
     """`tight`: one space between columns."""
-    from rich import box
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     table = RichTable(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
