@@ -100,14 +100,12 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     """The page on the terminal: verdict, summary, then the tables."""
     style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
     lines = [*page.summary, *(f"- {line}" for line in page.headlines)]
+    first: str | tuple[str, str] = (page.verdict, style)
     if page.quiet_verdict and page.failed is None:
-        # No gate asked, and nothing to say of it: the summary comes first.
-        console.print(Text.assemble((page.command, "bold"), f": {lines.pop(0)}"))
+        first = lines.pop(0)  # no gate asked, and nothing to say of it
     else:
-        console.print(
-            Text.assemble((page.command, "bold"), ": ", (page.verdict, style))
-        )
         lines[:0] = [f"- {reason}" for reason in page.reasons]
+    console.print(Text.assemble((page.command, "bold"), ": ", first))
     for line in lines:
         console.print(Text(line))
     for warning in page.warnings:

@@ -354,9 +354,8 @@ def _evals_table(report: Report) -> Table:
         no_score = sum(log.samples_without_tracegrade_score for log in read)
         rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
         rows[-1] += [str(samples), str(no_score)]
-        count = len(e.logs)
-        paths = f"{count} parts, {e.logs[0]} to {e.logs[-1]}"
-        notes.append(f"{e.label}: {paths if count > 2 else ' and '.join(e.logs)}")
+        many = f"{len(e.logs)} parts, {e.logs[0]} to {e.logs[-1]}"
+        notes.append(f"{e.label}: {many if len(e.logs) > 2 else ' and '.join(e.logs)}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "
