@@ -95,9 +95,8 @@ class AllRuns:
     ) -> None:
         """One run; a run not diagnosed that lacks a figure counts 0."""
         self.runs += 1
-        if diagnosed:
-            self.diagnosed += 1
-        else:
+        self.diagnosed += diagnosed
+        if not diagnosed:
             self.why[why or NO_SCORE] += 1
         self.outcomes.update(outcomes)
         if recall is not None:
