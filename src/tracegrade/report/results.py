@@ -13,6 +13,7 @@ from ..core.errors import InvalidRecord, quote
 from ..core.fields import is_id_list
 from ..core.steps import read_steps
 from ..datasets import DUPLICATE_SAMPLE_ID
+from ..logs.evals import files_under, logs_under
 from ..schema import (
     DIAGNOSED_STAGES,
     ERROR_SIDES,
@@ -71,8 +72,6 @@ class ResultsDataset:
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     """The logs, and the Parquet results opened once each."""
-    from ..logs.evals import files_under, logs_under
-
     logs: list[str] = []
     results: dict[str, tuple[str, list[str]]] = {}
     for path in paths:
