@@ -245,6 +245,7 @@ ID_TABLES = ("missed", "dropped", "invented")
 def _table(key: str, rows: list[list[str]], **values: object) -> Table:
     """Rows that start with eval, task and model (dropped when constant)."""
     title, columns, caption = TABLES[key]
+    values.update(depth=NDCG_DEPTH, near=NEAR_THE_CUT)
     return Table(
         key,
         title.format(**values),
@@ -328,9 +329,7 @@ def _median(rank: float | None) -> str:
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
     steps, cuts = [], []
-    for s in summaries:
-        if (losses := s.pipeline) is None:
-            continue
+    for s, losses in [(s, s.pipeline) for s in summaries if s.pipeline is not None]:
         for step in losses.steps:
             figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
             lost = step.lost, percent(step.lost_share)
@@ -339,10 +338,7 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
         cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
-    return [
-        _table("pipeline", steps, depth=NDCG_DEPTH),
-        _table("cut", cuts, near=NEAR_THE_CUT),
-    ]
+    return [_table("pipeline", steps), _table("cut", cuts)]
 
 
 def _evals_table(report: Report) -> Table:
