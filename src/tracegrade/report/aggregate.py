@@ -221,8 +221,7 @@ def report_evals(
 ) -> Report:
     """`build_report` of evals and Parquet results already found."""
     counted = _Counted(pool)
-    # Pooled, an eval of one epoch and one of several make one row, whose
-    # intervals need every run clustered by sample from the first.
+    # Pooled with an eval of several epochs, every run is clustered by sample.
     several = {(run.task, run.model) for run in evals.runs if run.epochs > 1}
     for number, run in enumerate(evals.runs, start=1):
         clustered = run.epochs > 1 or (pool and (run.task, run.model) in several)

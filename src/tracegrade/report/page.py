@@ -93,9 +93,6 @@ class Page:
     quiet_verdict: bool = False
 
 
-# --- the terminal ---------------------------------------------------------------
-
-
 def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     """The page on the terminal: verdict, summary, then the tables."""
     style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
@@ -173,15 +170,12 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
         zip(spec.columns, spec.numeric, strict=True)
     ):
         cells = [row[index] for row in spec.rows]
-        # A figure ("33.3% [6.1, 79.2]") never breaks. Text wraps between
-        # words; a word folds only past 32: "tracegrade/stage_d|iagnosis".
+        # A figure never breaks; text wraps between words, a word folds past 32.
         words = cells if numeric else [word for cell in cells for word in cell.split()]
         widest = max(map(len, words), default=0)
         heading = max(map(len, column.split()), default=0)
         narrowest = max(widest if numeric else min(widest, 32), heading)
-        # Rich narrows a table that is too wide by wrapping its widest
-        # columns, then widens any below its min_width again, past the
-        # terminal's edge: only a column that can wrap may be narrowed.
+        # Rich re-widens a column under min_width past the edge: only wrapping narrows.
         table.add_column(
             column,
             justify="right" if numeric else "left",
@@ -195,16 +189,13 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     return table
 
 
-# --- Markdown -------------------------------------------------------------------
-
 COMMENT_LIMIT: Final = 65_536  # GitHub's for a comment (a step summary: 1 MiB)
 _FOOTER_ROOM: Final = 3_000
 _REQUIRED_LINES: Final = 40
 _LISTED_LEFT_OUT: Final = 20
 # Inline markup: emphasis, code, links, tables, strikethrough.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-# What starts a list or a rule at a line's start (`#` and `>`, a heading
-# and a quote, are entities below).
+# What starts a list or a rule at a line's start (`#` and `>` are entities below).
 _BLOCK_START = re.compile(r"^(\d{0,9})([.)])(?=\s|$)|^()([+=-])")
 # GitHub links a mention (@name) and an issue (#12) even when escaped.
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
@@ -237,8 +228,7 @@ class MarkdownPage:
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
         self.required = [f"## {escape(title)}", ""]
-        # Each block: what, its unit, head, lines, tail, and notes shown only
-        # under every line.
+        # Blocks: what, unit, head, lines, tail, notes (shown under every line).
         self.blocks: list[tuple[str, str, str, list[str], str, str]] = []
 
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
@@ -318,8 +308,6 @@ def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
             markdown.table(table)
     return markdown.render()
 
-
-# --- HTML -----------------------------------------------------------------------
 
 PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;

@@ -35,8 +35,7 @@ BATCH_ROWS: Final = 8_192  # rows decoded at a time, so memory stays bounded
 TASK: Final = "parquet"
 MODEL: Final = "unknown"
 _ERRORS: Final = ("error_kind", "error_side", "error_field", "error_message")
-# The columns the report reads of each task's results (`table.result_schema`);
-# stage results of records with steps have STEP_COLUMNS too.
+# The columns the report reads of each task's results (`table.result_schema`).
 COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     STAGE_SCORER: (
         *("id", "stage", "missing", "recall", "precision", "required"),
@@ -156,8 +155,7 @@ def read_results(
     for file in results.files:
         row = 0
         try:
-            # pyarrow reads 16 batches ahead by default: memory that buys no
-            # speed here, where decoding is the slow part.
+            # pyarrow reads 16 batches ahead by default: memory that buys no speed.
             batches = ds.dataset(file, format="parquet").to_batches(
                 columns=columns, batch_size=BATCH_ROWS, batch_readahead=2
             )
@@ -168,8 +166,7 @@ def read_results(
                     except InvalidScore as invalid:
                         raise ResultsError(f"{file!r}, row {row}: {invalid}") from None
                     sample_id = cell["id"]
-                    # A line `tracegrade score` found repeating an id is a row
-                    # of its own.
+                    # A repeat `tracegrade score` marked is a row of its own.
                     marked = score.error and score.error.kind == DUPLICATE_SAMPLE_ID
                     if sample_id is not None and not marked:
                         first = first_rows.setdefault(sample_id, (file, row))
@@ -189,12 +186,8 @@ def read_results(
         except OSError as error:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
         except pa.ArrowException as error:
-            # A file changed since it was opened, or a column's type changed
-            # between its row groups.
+            # A file changed since opened, or a column's type between row groups.
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
-
-
-# --- one row --------------------------------------------------------------------
 
 
 def _bad(column: str, what: str, value: Any) -> InvalidScore:
