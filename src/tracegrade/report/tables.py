@@ -139,8 +139,7 @@ def report_page(report: Report) -> Page:
 
 
 _OF_ALL = ["membership of all runs", "order of all runs"]
-# Per table: title, columns after eval, task and model, and caption; each
-# formatted with `_table`'s keywords.
+# Per table: title, columns after eval, task and model, caption (`_table` formats).
 TABLES = {
     "runs": (
         "Runs",

@@ -82,8 +82,7 @@ def parse_threshold(text: str) -> Threshold:
             f"got {quote(value)}"
         )
     minimum = float(exact)
-    # Shares are doubles: digits a double cannot hold would be dropped
-    # silently, and 0.50000000000000001 passed by exactly 0.5.
+    # A double drops digits silently: 0.50000000000000001 would pass by 0.5.
     if Decimal(repr(minimum)) != exact:
         raise InvalidThreshold(
             f"{name}: the threshold {quote(value)} has more digits than a share "
