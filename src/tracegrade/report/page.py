@@ -41,11 +41,10 @@ class Table:
     @property
     def numeric(self) -> list[bool]:
         """Right-aligned, never broken: columns of figures, "n/a" or "none"."""
-        cells = [[row[i] for row in self.rows] for i in range(len(self.columns))]
         return [
             any(re.search(r"\d", cell) for cell in column)
             and all(_FIGURE.fullmatch(cell) for cell in column if cell)
-            for column in cells
+            for column in zip(*self.rows, strict=True)
         ]
 
     def briefly(self) -> Table:
@@ -166,10 +165,9 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     table = RichTable(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
-    for index, (column, numeric) in enumerate(
-        zip(spec.columns, spec.numeric, strict=True)
+    for column, numeric, cells in zip(
+        spec.columns, spec.numeric, zip(*spec.rows, strict=True), strict=True
     ):
-        cells = [row[index] for row in spec.rows]
         # A figure never breaks; text wraps between words, a word folds past 32.
         words = cells if numeric else [word for cell in cells for word in cell.split()]
         widest = max(map(len, words), default=0)
