@@ -12,11 +12,8 @@ from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 
 # Each metric `--fail-under` takes, and the scorer whose runs it is of.
 METRICS: Final = {
-    "pass": STAGE_SCORER,
-    "context_recall": STAGE_SCORER,
-    "context_precision": STAGE_SCORER,
-    "membership": EXTRACTION_SCORER,
-    "order": EXTRACTION_SCORER,
+    **dict.fromkeys(("pass", "context_recall", "context_precision"), STAGE_SCORER),
+    **dict.fromkeys(("membership", "order"), EXTRACTION_SCORER),
 }
 OVER_ALL_RUNS: Final = (
     "over all runs: runs not diagnosed (sample errors, data errors, runs without the "
