@@ -260,11 +260,11 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     error = _error(row)
-    reading = read_as(row, "column")
+    read = read_as(row, "column")
     itemised = ("dropped", "invented", "source", "first_order_break", "kept_in_order")
     if error is not None and error.unscored:
         _null(row, ("membership", "order", *itemised), "on an unscored row")
-        return ExtractionScore(None, None, error, reading)
+        return ExtractionScore(None, None, error, read)
     membership, order = row["membership"], row["order"]
     if type(membership) is not bool or type(order) is not bool:
         raise InvalidScore(
@@ -278,8 +278,6 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
         )
     if row["source"] is None:
         _null(row, itemised, "where source is null")
-        return ExtractionScore(membership, order, error, reading)
+        return ExtractionScore(membership, order, error, read)
     items = read_itemised(row, "a graded row")
-    return ExtractionScore(
-        membership, order, error, reading, _ids(row, "source"), items
-    )
+    return ExtractionScore(membership, order, error, read, _ids(row, "source"), items)
