@@ -231,10 +231,8 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     stage = None if unscored else read_stage_value(row["stage"], "column stage")
     if stage not in DIAGNOSED_STAGES:
         where = "on an unscored row" if unscored else f"where stage is {stage}"
-        null = ("stage", "missing") if unscored else ()
-        _null(
-            row, (*null, "required", "labelled_correct", "steps", "context_size"), where
-        )
+        null = ("required", "labelled_correct", "steps", "context_size")
+        _null(row, ("stage", "missing", *null) if unscored else null, where)
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:
