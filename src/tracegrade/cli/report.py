@@ -140,7 +140,7 @@ def report(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..logs.evals import Evals, read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output
+    from ..outputs import AtomicFile, check_output
     from ..report.aggregate import report_evals
     from ..report.page import page_markdown, print_page
     from ..report.results import ResultsError, split_paths
@@ -166,8 +166,7 @@ def report(
         raise click.UsageError(str(error)) from error
 
     if html_path is not None:
-        from ..outputs import AtomicFile
-        from ..report.html import render_html
+        from ..report.html import render_html  # plotly, only for --html
 
         AtomicFile.write_text(html_path, render_html(result), replace=force)
     # stdout stays the JSON (or the Markdown) alone.

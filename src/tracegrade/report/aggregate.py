@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import quote
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
@@ -25,12 +25,10 @@ from ..schema import (
     read_extraction,
     read_stage,
 )
+from .results import ResultsDataset, read_results, split_paths
 from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
-
-if TYPE_CHECKING:
-    from .results import ResultsDataset
 
 CONFIDENCE = 0.95
 
@@ -82,9 +80,6 @@ class Proportion:
             return cls(count, total, share, *wilson(share, total))
         effective = effective_trials(clusters)
         return cls(count, total, share, *wilson(share, effective), effective)
-
-
-# --- what the report holds (its JSON) -------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -201,9 +196,6 @@ class Report:
         return [*self.stage_diagnosis, *self.ordered_extraction]
 
 
-# --- counting -------------------------------------------------------------------
-
-
 def build_report(
     paths: Sequence[str],
     *,
@@ -213,8 +205,6 @@ def build_report(
     samples: SampleReader = log_samples,
 ) -> Report:
     """Count the tracegrade scores of every eval at or under `paths`."""
-    from .results import split_paths
-
     logs, results = split_paths(paths)
     evals = read_evals(logs) if logs else Evals([], [])
     return report_evals(evals, results, top, pool, thresholds, samples=samples)
@@ -231,8 +221,7 @@ def report_evals(
 ) -> Report:
     """`build_report` of evals and Parquet results already found."""
     counted = _Counted(pool)
-    # Pooled, an eval of one epoch and one of several make one row, whose
-    # intervals need every run clustered by sample from the first.
+    # Pooled with an eval of several epochs, every run is clustered by sample.
     several = {(run.task, run.model) for run in evals.runs if run.epochs > 1}
     for number, run in enumerate(evals.runs, start=1):
         clustered = run.epochs > 1 or (pool and (run.task, run.model) in several)
@@ -322,21 +311,24 @@ class _Group:
                 ids["in_source"].update(score.source)
                 ids["dropped"].update(score.itemised.dropped)
                 ids["invented"].update(score.itemised.invented)
-        error = score.error
-        if error is not None:
+        if (error := score.error) is not None:
             self.errors[error.kind, error.side] += 1
         why = error.kind if error is not None and error.unscored else None
         self.all.add(diagnosed, why, tuple(outcomes), *figures)
         if self.clusters is not None:
             self.clusters[sample].update(outcomes)
 
-    def none(self, runs: dict[str, int]) -> None:
+    def none(self, errored: int, unscored: int, not_run: int) -> None:
         """Runs with no score at all, counted by why."""
+        runs = {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
         total = sum(runs.values())
         self.all.runs += total
         self.all.why.update(runs)
         self.all.without_recall += total
         self.all.without_precision += total
+        if errored:
+            self.errors[SAMPLE_ERROR, "run"] += errored
+        self.not_run += not_run
 
     def share(self, outcome: str, population: str) -> Proportion:
         clusters = [
@@ -459,12 +451,7 @@ class _Counted:
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
-                group.none(
-                    {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
-                )
-                if errored:
-                    group.errors[SAMPLE_ERROR, "run"] += errored
-                group.not_run += not_run
+                group.none(errored, unscored, not_run)
                 for sample_id, _, _ in scores.scoreless or []:
                     key = self.sample(group, label, sample_id)
                     if group.clusters is not None:
@@ -480,8 +467,6 @@ class _Counted:
 
     def add_results(self, label: str, results: ResultsDataset, clustered: bool) -> None:
         """Each row a run of its own sample, decoded into a log's score."""
-        from .results import read_results
-
         group = self.group(label, results, results.scorer, results.scorer, clustered)
         for row, (sample_id, score) in enumerate(read_results(results)):
             # A row without an id is a sample no other eval can share.

@@ -145,18 +145,14 @@ def _extraction_figure(report: Report) -> Any:
     figure = go.Figure()
     for name, colour in CRITERION_COLOURS.items():
         shares: list[Proportion] = [getattr(s, name) for s in rows]
+        up = [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares]
+        down = [100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares]
+        bars = {"type": "data", "symmetric": False, "array": up, "arrayminus": down}
         figure.add_bar(
             name=name,
             x=x,
             y=[None if p.share is None else 100 * p.share for p in shares],
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares],
-                "arrayminus": [
-                    100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares
-                ],
-            },
+            error_y=bars,
             customdata=[_interval(p) for p in shares],
             hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
             marker_color=colour,

@@ -7,10 +7,14 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.table import Table as RichTable
+from rich.text import Text
 
 # A count, a share with its interval, a p-value or a change; "n/a" when none.
 _FIGURE = re.compile(
@@ -37,11 +41,10 @@ class Table:
     @property
     def numeric(self) -> list[bool]:
         """Right-aligned, never broken: columns of figures, "n/a" or "none"."""
-        cells = [[row[i] for row in self.rows] for i in range(len(self.columns))]
         return [
             any(re.search(r"\d", cell) for cell in column)
             and all(_FIGURE.fullmatch(cell) for cell in column if cell)
-            for column in cells
+            for column in zip(*self.rows, strict=True)
         ]
 
     def briefly(self) -> Table:
@@ -89,23 +92,16 @@ class Page:
     quiet_verdict: bool = False
 
 
-# --- the terminal ---------------------------------------------------------------
-
-
 def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     """The page on the terminal: verdict, summary, then the tables."""
-    from rich.text import Text
-
     style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
     lines = [*page.summary, *(f"- {line}" for line in page.headlines)]
+    first: str | tuple[str, str] = (page.verdict, style)
     if page.quiet_verdict and page.failed is None:
-        # No gate asked, and nothing to say of it: the summary comes first.
-        console.print(Text.assemble((page.command, "bold"), f": {lines.pop(0)}"))
+        first = lines.pop(0)  # no gate asked, and nothing to say of it
     else:
-        console.print(
-            Text.assemble((page.command, "bold"), ": ", (page.verdict, style))
-        )
         lines[:0] = [f"- {reason}" for reason in page.reasons]
+    console.print(Text.assemble((page.command, "bold"), ": ", first))
     for line in lines:
         console.print(Text(line))
     for warning in page.warnings:
@@ -129,11 +125,6 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
 
 def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
     """One table, as records where rich would crop it; legend if `verbose`."""
-    from rich.measure import Measurement
-    from rich.padding import Padding
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     if not table.rows or (table.detail and not verbose):
         return
     shown = table if verbose else table.briefly()
@@ -171,26 +162,18 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
 
 def _rich_table(spec: Table, *, tight: bool) -> Any:
     """`tight`: one space between columns."""
-    from rich import box
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     table = RichTable(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
-    for index, (column, numeric) in enumerate(
-        zip(spec.columns, spec.numeric, strict=True)
+    for column, numeric, cells in zip(
+        spec.columns, spec.numeric, zip(*spec.rows, strict=True), strict=True
     ):
-        cells = [row[index] for row in spec.rows]
-        # A figure ("33.3% [6.1, 79.2]") never breaks. Text wraps between
-        # words; a word folds only past 32: "tracegrade/stage_d|iagnosis".
+        # A figure never breaks; text wraps between words, a word folds past 32.
         words = cells if numeric else [word for cell in cells for word in cell.split()]
         widest = max(map(len, words), default=0)
         heading = max(map(len, column.split()), default=0)
         narrowest = max(widest if numeric else min(widest, 32), heading)
-        # Rich narrows a table that is too wide by wrapping its widest
-        # columns, then widens any below its min_width again, past the
-        # terminal's edge: only a column that can wrap may be narrowed.
+        # Rich re-widens a column under min_width past the edge: only wrapping narrows.
         table.add_column(
             column,
             justify="right" if numeric else "left",
@@ -204,16 +187,13 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     return table
 
 
-# --- Markdown -------------------------------------------------------------------
-
 COMMENT_LIMIT: Final = 65_536  # GitHub's for a comment (a step summary: 1 MiB)
 _FOOTER_ROOM: Final = 3_000
 _REQUIRED_LINES: Final = 40
 _LISTED_LEFT_OUT: Final = 20
 # Inline markup: emphasis, code, links, tables, strikethrough.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-# What starts a list or a rule at a line's start (`#` and `>`, a heading
-# and a quote, are entities below).
+# What starts a list or a rule at a line's start (`#` and `>` are entities below).
 _BLOCK_START = re.compile(r"^(\d{0,9})([.)])(?=\s|$)|^()([+=-])")
 # GitHub links a mention (@name) and an issue (#12) even when escaped.
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
@@ -246,8 +226,7 @@ class MarkdownPage:
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
         self.required = [f"## {escape(title)}", ""]
-        # Each block: what, its unit, head, lines, tail, and notes shown only
-        # under every line.
+        # Blocks: what, unit, head, lines, tail, notes (shown under every line).
         self.blocks: list[tuple[str, str, str, list[str], str, str]] = []
 
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
@@ -327,8 +306,6 @@ def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
             markdown.table(table)
     return markdown.render()
 
-
-# --- HTML -----------------------------------------------------------------------
 
 PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;

@@ -13,6 +13,7 @@ from ..core.errors import InvalidRecord, quote
 from ..core.fields import is_id_list
 from ..core.steps import read_steps
 from ..datasets import DUPLICATE_SAMPLE_ID
+from ..logs.evals import files_under, logs_under
 from ..schema import (
     DIAGNOSED_STAGES,
     ERROR_SIDES,
@@ -34,8 +35,7 @@ BATCH_ROWS: Final = 8_192  # rows decoded at a time, so memory stays bounded
 TASK: Final = "parquet"
 MODEL: Final = "unknown"
 _ERRORS: Final = ("error_kind", "error_side", "error_field", "error_message")
-# The columns the report reads of each task's results (`table.result_schema`);
-# stage results of records with steps have STEP_COLUMNS too.
+# The columns the report reads of each task's results (`table.result_schema`).
 COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     STAGE_SCORER: (
         *("id", "stage", "missing", "recall", "precision", "required"),
@@ -69,15 +69,8 @@ class ResultsDataset:
     epochs: int = 1
 
 
-def _bookkeeping(name: str) -> bool:
-    # Hidden and engine files (`_SUCCESS`, `.crc`), which pyarrow leaves.
-    return name.startswith((".", "_"))
-
-
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     """The logs, and the Parquet results opened once each."""
-    from ..logs.evals import files_under, logs_under
-
     logs: list[str] = []
     results: dict[str, tuple[str, list[str]]] = {}
     for path in paths:
@@ -85,7 +78,8 @@ def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
         files = [path] if given.is_file() and given.suffix == SUFFIX else []
         if given.is_dir():
             try:
-                under = files_under(given, _bookkeeping)
+                # Hidden and engine files (`_SUCCESS`, `.crc`) are not results.
+                under = files_under(given, lambda name: name.startswith((".", "_")))
                 parquet = [str(file) for file in under if file.suffix == SUFFIX]
                 files = parquet if parquet and not logs_under(given) else []
             except OSError:
@@ -154,16 +148,14 @@ def read_results(
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    columns = list(COLUMNS[results.scorer])
-    columns += STEP_COLUMNS if results.steps else ()
+    columns = [*COLUMNS[results.scorer], *(STEP_COLUMNS if results.steps else ())]
     decode = _stage if results.scorer == STAGE_SCORER else _extraction
     # Each id's first file and row: a repeat is two runs pooled silently.
     first_rows: dict[Any, tuple[str, int]] = {}
     for file in results.files:
         row = 0
         try:
-            # pyarrow reads 16 batches ahead by default: memory that buys no
-            # speed here, where decoding is the slow part.
+            # pyarrow reads 16 batches ahead by default: memory that buys no speed.
             batches = ds.dataset(file, format="parquet").to_batches(
                 columns=columns, batch_size=BATCH_ROWS, batch_readahead=2
             )
@@ -174,8 +166,7 @@ def read_results(
                     except InvalidScore as invalid:
                         raise ResultsError(f"{file!r}, row {row}: {invalid}") from None
                     sample_id = cell["id"]
-                    # A line `tracegrade score` found repeating an id is a row
-                    # of its own.
+                    # A repeat `tracegrade score` marked is a row of its own.
                     marked = score.error and score.error.kind == DUPLICATE_SAMPLE_ID
                     if sample_id is not None and not marked:
                         first = first_rows.setdefault(sample_id, (file, row))
@@ -195,12 +186,8 @@ def read_results(
         except OSError as error:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
         except pa.ArrowException as error:
-            # A file changed since it was opened, or a column's type changed
-            # between its row groups.
+            # A file changed since opened, or a column's type between row groups.
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
-
-
-# --- one row --------------------------------------------------------------------
 
 
 def _bad(column: str, what: str, value: Any) -> InvalidScore:
@@ -244,10 +231,8 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     stage = None if unscored else read_stage_value(row["stage"], "column stage")
     if stage not in DIAGNOSED_STAGES:
         where = "on an unscored row" if unscored else f"where stage is {stage}"
-        null = ("stage", "missing") if unscored else ()
-        _null(
-            row, (*null, "required", "labelled_correct", "steps", "context_size"), where
-        )
+        null = ("required", "labelled_correct", "steps", "context_size")
+        _null(row, ("stage", "missing", *null) if unscored else null, where)
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:
@@ -273,11 +258,11 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     error = _error(row)
-    reading = read_as(row, "column")
+    read = read_as(row, "column")
     itemised = ("dropped", "invented", "source", "first_order_break", "kept_in_order")
     if error is not None and error.unscored:
         _null(row, ("membership", "order", *itemised), "on an unscored row")
-        return ExtractionScore(None, None, error, reading)
+        return ExtractionScore(None, None, error, read)
     membership, order = row["membership"], row["order"]
     if type(membership) is not bool or type(order) is not bool:
         raise InvalidScore(
@@ -291,8 +276,6 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
         )
     if row["source"] is None:
         _null(row, itemised, "where source is null")
-        return ExtractionScore(membership, order, error, reading)
+        return ExtractionScore(membership, order, error, read)
     items = read_itemised(row, "a graded row")
-    return ExtractionScore(
-        membership, order, error, reading, _ids(row, "source"), items
-    )
+    return ExtractionScore(membership, order, error, read, _ids(row, "source"), items)

@@ -28,15 +28,12 @@ def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
 
 def why_text(items: list[Undiagnosed]) -> str:
     """ "12 sample errors, 1 answer-label data error, 16 not run ..."."""
-    words = {
-        NOT_RUN: "not run (the eval stopped)",
-        NO_SCORE: "logged without the score",
-    }
+    said = {NOT_RUN: "not run (the eval stopped)", NO_SCORE: "logged without the score"}
     parts = []
     for item in items:
         kind = "sample" if item.why == SAMPLE_ERROR else f"{item.why} data"
         kind += " error" + "s" * (item.count != 1)
-        parts.append(f"{item.count} {words.get(item.why, kind)}")
+        parts.append(f"{item.count} {said.get(item.why, kind)}")
     return ", ".join(parts)
 
 
@@ -95,9 +92,8 @@ class AllRuns:
     ) -> None:
         """One run; a run not diagnosed that lacks a figure counts 0."""
         self.runs += 1
-        if diagnosed:
-            self.diagnosed += 1
-        else:
+        self.diagnosed += diagnosed
+        if not diagnosed:
             self.why[why or NO_SCORE] += 1
         self.outcomes.update(outcomes)
         if recall is not None:

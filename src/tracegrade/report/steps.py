@@ -15,8 +15,7 @@ from ..schema import LostID
 from .runs import ExactSum
 
 NDCG_DEPTH: Final = 10  # trec_eval's `ndcg_cut.10`
-# IDs lost at the cut within this many ranks below it are counted apart: a
-# k larger by at most this would have kept them.
+# IDs lost this near below the cut are counted apart: a larger k would keep them.
 NEAR_THE_CUT: Final = 5
 
 _CALL = re.compile(r"(.+)#[1-9][0-9]*")

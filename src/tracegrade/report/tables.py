@@ -11,6 +11,7 @@ from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Proportion, Report, StageSummary
 from .page import Page, Section, Table
 from .runs import why_text
+from .steps import NDCG_DEPTH, NEAR_THE_CUT
 from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
 
 Summary = StageSummary | ExtractionSummary
@@ -138,8 +139,7 @@ def report_page(report: Report) -> Page:
 
 
 _OF_ALL = ["membership of all runs", "order of all runs"]
-# Per table: title, columns after eval, task and model, and caption; each
-# formatted with `_table`'s keywords.
+# Per table: title, columns after eval, task and model, caption (`_table` formats).
 TABLES = {
     "runs": (
         "Runs",
@@ -244,6 +244,7 @@ ID_TABLES = ("missed", "dropped", "invented")
 def _table(key: str, rows: list[list[str]], **values: object) -> Table:
     """Rows that start with eval, task and model (dropped when constant)."""
     title, columns, caption = TABLES[key]
+    values.update(depth=NDCG_DEPTH, near=NEAR_THE_CUT)
     return Table(
         key,
         title.format(**values),
@@ -326,12 +327,8 @@ def _median(rank: float | None) -> str:
 
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
-    with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
-    if not with_steps:
-        return []
-    depth, near = with_steps[0][1].ndcg_depth, with_steps[0][1].context.near
     steps, cuts = [], []
-    for s, losses in with_steps:
+    for s, losses in [(s, s.pipeline) for s in summaries if s.pipeline is not None]:
         for step in losses.steps:
             figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
             lost = step.lost, percent(step.lost_share)
@@ -340,7 +337,7 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
         cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
-    return [_table("pipeline", steps, depth=depth), _table("cut", cuts, near=near)]
+    return [_table("pipeline", steps), _table("cut", cuts)]
 
 
 def _evals_table(report: Report) -> Table:
@@ -352,9 +349,8 @@ def _evals_table(report: Report) -> Table:
         no_score = sum(log.samples_without_tracegrade_score for log in read)
         rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
         rows[-1] += [str(samples), str(no_score)]
-        count = len(e.logs)
-        paths = f"{count} parts, {e.logs[0]} to {e.logs[-1]}"
-        notes.append(f"{e.label}: {paths if count > 2 else ' and '.join(e.logs)}")
+        many = f"{len(e.logs)} parts, {e.logs[0]} to {e.logs[-1]}"
+        notes.append(f"{e.label}: {many if len(e.logs) > 2 else ' and '.join(e.logs)}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "

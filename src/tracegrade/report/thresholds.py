@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Final
@@ -12,11 +12,8 @@ from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 
 # Each metric `--fail-under` takes, and the scorer whose runs it is of.
 METRICS: Final = {
-    "pass": STAGE_SCORER,
-    "context_recall": STAGE_SCORER,
-    "context_precision": STAGE_SCORER,
-    "membership": EXTRACTION_SCORER,
-    "order": EXTRACTION_SCORER,
+    **dict.fromkeys(("pass", "context_recall", "context_precision"), STAGE_SCORER),
+    **dict.fromkeys(("membership", "order"), EXTRACTION_SCORER),
 }
 OVER_ALL_RUNS: Final = (
     "over all runs: runs not diagnosed (sample errors, data errors, runs without the "
@@ -82,8 +79,7 @@ def parse_threshold(text: str) -> Threshold:
             f"got {quote(value)}"
         )
     minimum = float(exact)
-    # Shares are doubles: digits a double cannot hold would be dropped
-    # silently, and 0.50000000000000001 passed by exactly 0.5.
+    # A double drops digits silently: 0.50000000000000001 would pass by 0.5.
     if Decimal(repr(minimum)) != exact:
         raise InvalidThreshold(
             f"{name}: the threshold {quote(value)} has more digits than a share "
@@ -94,10 +90,9 @@ def parse_threshold(text: str) -> Threshold:
 
 
 def check_thresholds(
-    thresholds: Sequence[Threshold], targets: Iterable[Target]
+    thresholds: Sequence[Threshold], targets: Sequence[Target]
 ) -> list[ThresholdCheck]:
     """Each threshold against every target of its scorer."""
-    targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
         kind = METRICS[threshold.metric]
