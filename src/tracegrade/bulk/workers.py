@@ -129,12 +129,8 @@ class WorkersRun:
         workers: int,
     ) -> None:
         self.begun = perf_counter()
-        self.job, self.replace, self.ranges, self.workers = (
-            job,
-            replace,
-            ranges,
-            workers,
-        )
+        self.job, self.replace = job, replace
+        self.ranges, self.workers = ranges, workers
         self.task, self.path = job.task, job.path
         base = job.identity.base
         self.results_path = out or f"{base}.results.{job.results_format}"
@@ -185,13 +181,9 @@ class WorkersRun:
         count = len(self.ranges)
         jobs = [
             dataclasses.replace(
-                self.job,
-                lines=lines,
-                index=k + 1,
-                first_index=k + 1,
-                count=count,
+                self.job, lines=lines, index=k, first_index=k, count=count
             )
-            for k, lines in enumerate(self.ranges)
+            for k, lines in enumerate(self.ranges, start=1)
         ]
         futures = [self._submit(job) for job in jobs]
         for job, future in zip(jobs, futures, strict=True):
