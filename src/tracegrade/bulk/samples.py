@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from inspect_ai.log import EvalSample
 from inspect_ai.model import ChatMessageUser, ModelOutput
 from inspect_ai.scorer import Score
+from pydantic import BaseModel
 
 from .._inspect_internals import iso_now
 from ..tasks.replay import REPLAY_MODEL
@@ -90,9 +91,8 @@ class SampleTemplates:
             turn_count=0,
         )
 
-        def dump(model: Any) -> dict[str, Any]:
-            dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
-            return dumped
+        def dump(model: BaseModel) -> dict[str, Any]:
+            return model.model_dump(mode="json", exclude_none=True)
 
         replayed = dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
         (choice,) = replayed["choices"]
