@@ -118,7 +118,6 @@ def _thin_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _json_length_within(value: Any, limit: int) -> bool:
-    """Whether `value`, as indented JSON, has at most `limit` characters."""
     if isinstance(value, (list, dict)) and len(value) > limit:
         return False  # every item takes at least a character
     encoded = sample_json(value, indent=2)
