@@ -223,7 +223,6 @@ def _check_task(task: object) -> None:
 
 
 def _columns(task: str, keys: Mapping[str, Any]) -> dict[str, str]:
-    """The column of each record field (checked against the table later)."""
     taken = KEYS[task]
     for key, column in keys.items():
         if key not in taken:

@@ -118,7 +118,6 @@ def _thin_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _json_length_within(value: Any, limit: int) -> bool:
-    """Whether `value`, as indented JSON, has at most `limit` characters."""
     if isinstance(value, (list, dict)) and len(value) > limit:
         return False  # every item takes at least a character
     encoded = sample_json(value, indent=2)
@@ -378,15 +377,11 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
     """`reductions.json`, a reduced score at a time, not a copy held whole."""
     yield b"["
     if reductions is not None:
-        yield _reductions_head(reductions.head)
+        # The reduction up to its samples' opening bracket.
+        yield _json_bytes(reductions.head.model_copy(update={"samples": []}))[:-2]
         yield from reductions.samples_json
         yield b"]}"
     yield b"]"
-
-
-def _reductions_head(reductions: EvalSampleReductions) -> bytes:
-    """A reduction serialised up to its samples' opening bracket."""
-    return _json_bytes(reductions.model_copy(update={"samples": []}))[:-2]
 
 
 def _header(log: EvalLog) -> EvalLog:
@@ -436,30 +431,23 @@ class JsonLogWriter:
         # Inspect's writer sorts samples by (epoch, id); one epoch here.
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
         self._ids = []
-        try:
-            with open(self.partial, "xb") as out:
-                out.write(head[:-1].rstrip())
-                out.write(b',\n  "samples": [')
-                separator = b"\n"
-                for position in order:
-                    out.write(separator)
-                    spool.seek(self._offsets[position])
-                    out.write(spool.read(self._lengths[position]))
-                    separator = b",\n"
-                out.write(b"\n  ]")
-                if reductions is not None:
-                    out.write(b',\n  "reductions": ')
-                    out.writelines(_reductions_json(reductions))
-                out.write(b"\n}\n")
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:
-            with contextlib.suppress(OSError):
-                self.partial.unlink(missing_ok=True)
-            raise
-        finally:
-            with contextlib.suppress(OSError):
-                spool.close()
+        # Its owner's `abort` removes what a failure leaves.
+        with spool, open(self.partial, "xb") as out:
+            out.write(head[:-1].rstrip())
+            out.write(b',\n  "samples": [')
+            separator = b"\n"
+            for position in order:
+                out.write(separator)
+                spool.seek(self._offsets[position])
+                out.write(spool.read(self._lengths[position]))
+                separator = b",\n"
+            out.write(b"\n  ]")
+            if reductions is not None:
+                out.write(b',\n  "reductions": ')
+                out.writelines(_reductions_json(reductions))
+            out.write(b"\n}\n")
+            out.flush()
+            os.fsync(out.fileno())
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):

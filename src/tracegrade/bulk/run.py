@@ -75,8 +75,6 @@ def _now() -> str:
 
 @dataclass
 class _Part:
-    """One log of a run, while it is written."""
-
     index: int
     eval_id: str
     task_id: str
@@ -308,20 +306,24 @@ class ScoreRun:
         score: Score | None,
         problem: Problem | None,
     ) -> None:
-        """The line's row of results: a scored record's, or a problem's."""
         task = self.job.task
-        if self.parquet is not None:
-            # Every stage row has `lost`: the columns are fixed before the
-            # first record shows whether any has steps.
-            steps = task == "stage_diagnosis"
-            if score is not None:
-                cells = score_cells(task, score, steps=steps)
-            else:
-                assert problem is not None
+        # Every stage row has `lost`: the columns are fixed before the first
+        # record shows whether any has steps.
+        steps = task == "stage_diagnosis"
+        if score is None:
+            assert problem is not None
+            if self.parquet is not None:
                 cells = problem_cells(task, problem.as_json(), steps=steps)
-            self.parquet.add(line, sample_id, cells)
-            return
-        if score is not None:
+                return self.parquet.add(line, sample_id, cells)
+            explanation = unreadable_explanation(line, problem)
+            entry: dict[str, Any] = {"value": None, "result": None}
+            entry["explanation"] = explanation
+            entry["error"] = problem.as_json()
+        elif self.parquet is not None:
+            return self.parquet.add(
+                line, sample_id, score_cells(task, score, steps=steps)
+            )
+        else:
             metadata = score.metadata or {}
             nan = isinstance(score.value, float) and math.isnan(score.value)
             entry = {
@@ -330,11 +332,6 @@ class ScoreRun:
                 "explanation": score.explanation,
                 "error": metadata.get("error"),
             }
-        else:
-            assert problem is not None
-            explanation = unreadable_explanation(line, problem)
-            entry = {"value": None, "result": None, "explanation": explanation}
-            entry["error"] = problem.as_json()
         row = {"line": line, "id": sample_id, **entry}
         self.stream.write(canonical_json(row) + "\n")
 
@@ -344,15 +341,13 @@ class ScoreRun:
         if self.parquet is not None:
             self.parquet.close()
         self.stream.flush()
-        whole = self.job.lines is None
-        if not whole:
-            self.first_seen = self.scorer.seen.first_seen()
-        self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.job.path)
-        if whole:
+        self.warnings = list(self.job.warnings)
+        if self.job.lines is None:
             self.warnings = [warning["message"] for warning in self.summary.warnings]
         else:
-            self.warnings = list(self.job.warnings)
+            self.first_seen = self.scorer.seen.first_seen()
+        self.scorer.seen.close()
         try:
             self._finish_logs()
         except OSError as error:
@@ -479,18 +474,8 @@ class ScoreRun:
                 read_from=self.bulk_task.read_from,
             )
             now = _now()
-            parts = SampleParts(
-                id=sample_id,
-                input=text,
-                target="",
-                metadata={"line": line},
-                answer=None,
-                scores={self.scorer_name: score},
-                store={},
-                started_at=now,
-                completed_at=now,
-                seconds=0.0,
-            )
+            scores = {self.scorer_name: score}
+            parts = SampleParts(sample_id, text, scores, {}, {"line": line}, now, now)
             self._add(part, parts, score)
         return placed
 
@@ -583,8 +568,7 @@ class ScoreRun:
         )
 
     def _naming_the_logs(self, error: OSError) -> OSError:
-        """`error` naming the log directory (where the logs and their spools
-        are written), if it names no file."""
+        # The log directory holds the logs and their spools.
         if error.filename is not None:
             return error
         return OSError(error.errno, error.strerror, self.job.log_dir)

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from inspect_ai.log import EvalSample
 from inspect_ai.model import ChatMessageUser, ModelOutput
 from inspect_ai.scorer import Score
+from pydantic import BaseModel
 
 from .._inspect_internals import iso_now
 from ..tasks.replay import REPLAY_MODEL
@@ -46,18 +47,19 @@ def uuid() -> str:
 
 
 class SampleParts(NamedTuple):
-    """What a sample has of its own; `SampleTemplates.sample` adds the rest."""
+    """What a sample has of its own; `SampleTemplates.sample` adds the rest.
+    The defaults are an unreadable line's: no target, answer or time."""
 
     id: str
     input: str
-    target: str | list[str]
-    metadata: dict[str, Any] | None
-    answer: str | None
     scores: dict[str, Score]
     store: dict[str, Any]
+    metadata: dict[str, Any] | None
     started_at: str
     completed_at: str
-    seconds: float
+    target: str | list[str] = ""
+    answer: str | None = None
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,8 @@ class SampleTemplates:
             turn_count=0,
         )
 
-        def dump(model: Any) -> dict[str, Any]:
-            dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
-            return dumped
+        def dump(model: BaseModel) -> dict[str, Any]:
+            return model.model_dump(mode="json", exclude_none=True)
 
         replayed = dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
         (choice,) = replayed["choices"]

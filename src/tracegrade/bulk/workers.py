@@ -46,7 +46,7 @@ from .run import (
     metrics_of,
     new_identity,
 )
-from .scoring import LINE_ERRORS, TASKS, DiskIds
+from .scoring import TASKS, DiskIds
 
 # Input bytes from which workers score by default (a sixteenth of it with
 # --workers): a worker's start costs seconds (docs/speed.md).
@@ -129,12 +129,8 @@ class WorkersRun:
         workers: int,
     ) -> None:
         self.begun = perf_counter()
-        self.job, self.replace, self.ranges, self.workers = (
-            job,
-            replace,
-            ranges,
-            workers,
-        )
+        self.job, self.replace = job, replace
+        self.ranges, self.workers = ranges, workers
         self.task, self.path = job.task, job.path
         base = job.identity.base
         self.results_path = out or f"{base}.results.{job.results_format}"
@@ -185,13 +181,9 @@ class WorkersRun:
         count = len(self.ranges)
         jobs = [
             dataclasses.replace(
-                self.job,
-                lines=lines,
-                index=k + 1,
-                first_index=k + 1,
-                count=count,
+                self.job, lines=lines, index=k, first_index=k, count=count
             )
-            for k, lines in enumerate(self.ranges)
+            for k, lines in enumerate(self.ranges, start=1)
         ]
         futures = [self._submit(job) for job in jobs]
         for job, future in zip(jobs, futures, strict=True):
@@ -228,7 +220,6 @@ class WorkersRun:
             sys.modules["__main__"] = main
 
     def _earlier(self) -> list[dict[int, int]]:
-        """Each range's lines whose id an earlier range had first."""
         found: list[dict[int, int]] = []
         with DiskIds() as seen:
             for outcome in self.outcomes:
@@ -243,7 +234,6 @@ class WorkersRun:
     def _settled(
         self, jobs: list[RangeJob], earlier: list[dict[int, int]]
     ) -> list[RangeJob]:
-        """The jobs as the whole run's outcomes say they should have been."""
         presence = FieldPresence(READ_FIELDS[self.task])
         for outcome in self.outcomes:
             presence.found |= outcome.presence.found
@@ -255,8 +245,7 @@ class WorkersRun:
         settled = []
         first_index = 1
         for job, outcome, repeats in zip(jobs, self.outcomes, earlier, strict=True):
-            not_scored = outcome.summary.not_scored
-            unreadable = sum(not_scored[kind] for kind in LINE_ERRORS)
+            unreadable = outcome.summary.line_errors
             settled.append(
                 dataclasses.replace(
                     job,

@@ -28,7 +28,6 @@ LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
 
 
 def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """`eval` or `json`; a bad value from the environment names its variable."""
     if value.lower() in LOG_FORMATS:
         return value.lower()
     bad = repr(value)
@@ -167,8 +166,7 @@ def score(
 
 
 def _make_log_dir(log_dir: str) -> str:
-    """The local directory `log_dir` names, made if need be; a remote URL is
-    refused, never written to a local look-alike path (`./s3:/bucket/x`)."""
+    # A remote URL is refused, never written to a look-alike path (./s3:/bucket/x).
     from urllib.parse import unquote, urlparse
 
     from ..outputs import OutputError
@@ -196,7 +194,6 @@ def _make_log_dir(log_dir: str) -> str:
 
 
 def _stop(run: WorkersRun, error: BaseException) -> None:
-    """Clean up after `error`; raise `CommandStopped` saying what was left."""
     from ..outputs import OutputAppeared
     from ._failures import CommandStopped, fault, signals_held
 
@@ -247,11 +244,9 @@ def _report(
     for score_name, values in summary.metrics.items():
         for metric_name, value in values.items():
             # A count stays an int: 18,610, never 1.861e+04.
-            shown: int | str = "-"
-            if isinstance(value, float):
-                shown = f"{value:.4g}"
-            elif value is not None:
-                shown = value
+            shown = "-" if value is None else value
+            if isinstance(shown, float):
+                shown = f"{shown:.4g}"
             rows.append((f"{score_name} {metric_name}", shown))
     for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
         if figure.count:
@@ -260,9 +255,7 @@ def _report(
     rate = summary.records / summary.seconds if summary.seconds else 0.0
     rows.append(("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)"))
     console.print(count_table(rows))
-    if len(summary.logs) == 1:
-        plain(f"Log: {summary.logs[0]}")
-    elif summary.logs:
+    if len(summary.logs) > 1:
         plain(
             f"Logs: {len(summary.logs)} parts of one run, each small enough "
             "for `inspect view` to list (tracegrade report pools them):",
@@ -270,6 +263,8 @@ def _report(
         )
         for location in summary.logs:
             plain(f"  {location}")
+    elif summary.logs:
+        plain(f"Log: {summary.logs[0]}")
     if summary.logs:
         plain(f"Results: {summary.results}")
     for warning in summary.warnings:
