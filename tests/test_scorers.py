@@ -364,9 +364,9 @@ STAGE_REFUSALS: list[tuple[dict[str, Any], str]] = [
         "label_scorer match is the @scorer function, not a scorer; call it: "
         "label_scorer=match() (with any arguments it takes)",
     ),
-    ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
-    ({"label_scorer": 5}, "label_scorer must be an Inspect scorer or its registry"),
-    ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
+    ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered ...'),
+    ({"label_scorer": 5}, "label_scorer must be an Inspect scorer or its registry ..."),
+    ({"label_scorer": homemade}, "label_scorer homemade was not made by a ..."),
 ]
 EXTRACTION_REFUSALS: list[tuple[dict[str, Any], str]] = [
     (
@@ -399,7 +399,9 @@ def test_a_bad_argument_is_refused_when_the_scorer_is_built(
     label = {"labels", "label_scorer", "label_from"} & set(arguments)
     with pytest.raises(LabelScorerError if label else ScorerArgumentError) as raised:
         factory(**arguments)
-    assert str(raised.value).startswith(said)
+    message = str(raised.value)
+    # A row ending in " ..." quotes the message's start; every other row is whole.
+    assert message.startswith(said[:-4]) if said.endswith(" ...") else message == said
     assert "\n" not in str(raised.value)
     # Inspect's CLI prints a PrerequisiteError's message alone; its scorer
     # loader would hide a ValueError's behind "couldn't be loaded".
