@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import closing, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +17,9 @@ from .report import (
     reading_progress,
     verbose_option,
 )
+
+if TYPE_CHECKING:
+    from ..report.thresholds import Threshold
 
 
 def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
@@ -60,6 +63,7 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @fail_under_option()
 @click.option(
     "--show",
+    "show_",
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
@@ -82,7 +86,25 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON on stdout.")
 @markdown_option()
 @verbose_option()
-def compare(base: str, new: str, **given: Any) -> None:
+def compare(
+    base: str,
+    new: str,
+    alpha: float,
+    task: str | None,
+    model: str | None,
+    fail_on_regression: bool,
+    strict: bool,
+    allow_lost: bool,
+    gates: tuple[str, ...],
+    fail_under: list[Threshold],
+    show_: int,
+    html_show: int,
+    html_path: Path | None,
+    force: bool,
+    as_json: bool,
+    markdown: bool,
+    verbose: bool,
+) -> None:
     """Compare the tracegrade scores of two runs, sample by sample: the
     verdict, then per pair of evals (paired by task and model) the runs,
     the transitions, the paired tests and the changed samples. The rules
@@ -100,13 +122,10 @@ def compare(base: str, new: str, **given: Any) -> None:
     (runs, an eval that did not finish, an eval missing); or a --fail-under
     threshold is not met.
     """
-    flags = ("strict", "allow_lost", "gates")
-    for name in (name for name in flags if given[name]):
-        if not given["fail_on_regression"]:
-            option = "--gate" if name == "gates" else f"--{name.replace('_', '-')}"
+    given = ((strict, "--strict"), (allow_lost, "--allow-lost"), (gates, "--gate"))
+    for option in (option for value, option in given if value):
+        if not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
-    as_json, markdown = given["as_json"], given["markdown"]
-    html_path = given["html_path"]
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
@@ -120,11 +139,11 @@ def compare(base: str, new: str, **given: Any) -> None:
     from ..report.page import page_markdown, print_page
     from ..report.thresholds import InvalidThreshold
 
-    gates = tuple(dict.fromkeys(given["gates"]))
-    asked = ["--fail-on-regression"] * given["fail_on_regression"]
+    gates = tuple(dict.fromkeys(gates))
+    asked = ["--fail-on-regression"] * fail_on_regression
     asked += [f"--gate {name}" for name in gates]
-    asked += ["--strict"] * given["strict"] + ["--allow-lost"] * given["allow_lost"]
-    asked += [f"--fail-under {t.metric}={t.text}" for t in given["fail_under"]]
+    asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
+    asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
     quiet = as_json or markdown
     try:
         sides = read_evals([base]), read_evals([new])
@@ -132,17 +151,17 @@ def compare(base: str, new: str, **given: Any) -> None:
         inputs = [base, new, *(log.path for run in runs for log in run.logs)]
         inputs += [old.path for evals in sides for old in evals.superseded]
         html = None if html_path is None else str(html_path)
-        check_output(html, inputs=inputs, option="--html", force=given["force"])
+        check_output(html, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for run in runs)
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
             result = compare_evals(
                 *(base, sides[0], new, sides[1]),
-                alpha=given["alpha"],
-                task=given["task"],
-                model=given["model"],
+                alpha=alpha,
+                task=task,
+                model=model,
                 gates=gates or ("pass",),
-                allow_lost=given["allow_lost"],
-                thresholds=given["fail_under"],
+                allow_lost=allow_lost,
+                thresholds=fail_under,
                 asked=asked,
                 on_log_read=on_log_read,
             )
@@ -152,20 +171,19 @@ def compare(base: str, new: str, **given: Any) -> None:
         raise click.UsageError(str(error)) from error
     with closing(result):
         if html_path is not None:
-            html_page = show.render_html(result, given["html_show"])
-            AtomicFile.write_text(str(html_path), html_page, replace=given["force"])
+            page = show.render_html(result, html_show)
+            AtomicFile.write_text(str(html_path), page, replace=force)
         # With --json or --markdown, stdout holds them alone.
         for warning in show.all_warnings(result) if quiet else ():
             click.echo(f"warning: {warning}", err=True)
-        page = None if as_json else show.comparison_page(result, given["show"])
-        if page is None:
+        if as_json:
             result.write_json(sys.stdout)
         elif markdown:
-            click.echo(page_markdown(page), nl=False)
+            click.echo(page_markdown(show.comparison_page(result, show_)), nl=False)
         else:
             from rich.console import Console
 
-            print_page(page, Console(), verbose=given["verbose"])
+            print_page(show.comparison_page(result, show_), Console(), verbose=verbose)
             if html_path is not None:
                 click.echo(f"HTML comparison written to {html_path}", err=True)
     if result["verdict"]["failed"]:
