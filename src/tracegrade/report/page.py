@@ -98,7 +98,8 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     lines = [*page.summary, *(f"- {line}" for line in page.headlines)]
     first: str | tuple[str, str] = (page.verdict, style)
     if page.quiet_verdict and page.failed is None:
-        first = lines.pop(0)  # no gate asked, and nothing to say of it
+        # No gate asked, and nothing to say of it: the summary comes first.
+        first = lines.pop(0) if page.summary else ""
     else:
         lines[:0] = [f"- {reason}" for reason in page.reasons]
     console.print(Text.assemble((page.command, "bold"), ": ", first))
