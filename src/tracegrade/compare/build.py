@@ -17,9 +17,10 @@ from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
 from ..report import thresholds as limits
+from ..report.runs import plural
 from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
-from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name, plural
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name
 from .spool import Spool, Spools
 
 TEST: Final = (

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from ..core.errors import quote
-from ..report.runs import AllRuns, ExactSum, undiagnosed
+from ..report.runs import AllRuns, ExactSum, plural, undiagnosed
 from .spool import Spool, Spools
 from .stats import figure_test, paired_test
 
@@ -89,10 +89,6 @@ def gate_name(figure: str) -> str:
 def _share(value: float) -> Fraction:
     """The share of two small integers `value` is, so moves that cancel do."""
     return Fraction(value).limit_denominator(1 << 24)
-
-
-def plural(count: int, what: str) -> str:
-    return f"{count} {what}{'s' * (count != 1)}"
 
 
 def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:

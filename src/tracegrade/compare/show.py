@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..report.page import Page, Section, Table
-from ..report.runs import Undiagnosed, why_text
+from ..report.runs import Undiagnosed, plural, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
 from .build import SIDES, Comparison, lost_entries
-from .pairing import EXTRACTION, STAGE, lost_text, plural
+from .pairing import EXTRACTION, STAGE, lost_text
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"

@@ -20,6 +20,11 @@ class Undiagnosed:
     count: int
 
 
+def plural(count: int, one: str) -> str:
+    """`1 run`, `2 runs`: a count with its noun."""
+    return f"{count} {one}{'s' * (count != 1)}"
+
+
 def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
     """Most first; ties by why, so the list is stable."""
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -10,7 +10,7 @@ from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Proportion, Report, StageSummary
 from .page import Page, Section, Table
-from .runs import why_text
+from .runs import plural, why_text
 from .steps import NDCG_DEPTH, NEAR_THE_CUT
 from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
 
@@ -26,10 +26,6 @@ def share_with_interval(p: Proportion) -> str:
     if p.low is None or p.high is None:
         return "n/a"
     return f"{percent(p.share)} [{100 * p.low:.1f}, {100 * p.high:.1f}]"
-
-
-def _plural(count: int, one: str) -> str:
-    return f"{count} {one if count == 1 else one + 's'}"
 
 
 def _of_all(count: int, runs: int) -> str:
@@ -51,7 +47,7 @@ def _got(s: Summary) -> tuple[int, str]:
 
 def headline(s: Summary) -> str:
     """The row in one line, every share beside the runs it rests on."""
-    runs = _plural(s.runs, "run")
+    runs = plural(s.runs, "run")
     got, why = _got(s)
     if isinstance(s, StageSummary):
         word, passed = "diagnosed", s.stages["pass"]
@@ -85,7 +81,7 @@ def eval_warnings(report: Report) -> list[str]:
             )
         elif e.status != "success":
             not_run = sum(logs[path].not_run for path in e.logs if path in logs)
-            never = f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
+            never = f"; the {plural(not_run, 'sample-epoch')} it never ran count as "
             never += "runs not diagnosed"
             warnings.append(
                 f"{e.label} ({e.name}) has status {e.status!r}{never * bool(not_run)}."
@@ -95,7 +91,7 @@ def eval_warnings(report: Report) -> list[str]:
 
 def _summary_line(report: Report) -> str:
     evals, logs = len(report.evals), len(report.logs) + len(report.superseded)
-    text = f"{_plural(evals, 'eval')} in {_plural(logs, 'log')}"
+    text = f"{plural(evals, 'eval')} in {plural(logs, 'log')}"
     text += ", pooled by task, model and score" * report.pooled
     note = superseded_note(report.superseded)
     text += f" ({note})" if note else ""
