@@ -230,9 +230,9 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     )
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
-    brief, constant = columns if unit == "samples" else brief, ["score"]
+    brief = columns if unit == "samples" else brief
     return Table(
-        "tests", "Significance", caption, columns, rows, brief=brief, constant=constant
+        "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
     )
 
 
