@@ -289,7 +289,7 @@ class _Group:
             figures = score.recall, score.precision
             if score.stage is not None:
                 outcomes += ["staged", score.stage]
-            if score.required is not None and score.missing is not None:
+            if diagnosed and score.required is not None and score.missing is not None:
                 ids["required"].update(set(score.required))
                 outcomes += ["labelled_correct"] * score.labelled_correct
                 if score.stage == "retrieval":
@@ -306,11 +306,11 @@ class _Group:
                 outcomes += ["graded"] + ["membership"] * bool(membership)
                 outcomes += ["order"] * bool(order)
                 outcomes += ["gap"] * bool(membership and not order)
-            if score.itemised is not None and score.source is not None:
-                outcomes.append("itemised")
-                ids["in_source"].update(score.source)
-                ids["dropped"].update(score.itemised.dropped)
-                ids["invented"].update(score.itemised.invented)
+                if score.itemised is not None and score.source is not None:
+                    outcomes.append("itemised")
+                    ids["in_source"].update(score.source)
+                    ids["dropped"].update(score.itemised.dropped)
+                    ids["invented"].update(score.itemised.invented)
         if (error := score.error) is not None:
             self.errors[error.kind, error.side] += 1
         why = error.kind if error is not None and error.unscored else None
