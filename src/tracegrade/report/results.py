@@ -227,12 +227,13 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     recall = read_share(row, "recall", "column")
     precision = read_share(row, "precision", "column")
     lost = read_lost(row.get("lost"), "column lost")
-    unscored = error is not None and error.unscored
-    stage = None if unscored else read_stage_value(row["stage"], "column stage")
+    diagnosed = ("required", "labelled_correct", "steps", "context_size")
+    if error is not None and error.unscored:
+        _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
+        return StageScore(None, error, recall, precision, None, None, False, lost)
+    stage = read_stage_value(row["stage"], "column stage")
     if stage not in DIAGNOSED_STAGES:
-        where = "on an unscored row" if unscored else f"where stage is {stage}"
-        null = ("required", "labelled_correct", "steps", "context_size")
-        _null(row, ("stage", "missing", *null) if unscored else null, where)
+        _null(row, diagnosed, f"where stage is {stage}")
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:

@@ -36,9 +36,11 @@ def why_text(items: list[Undiagnosed]) -> str:
     said = {NOT_RUN: "not run (the eval stopped)", NO_SCORE: "logged without the score"}
     parts = []
     for item in items:
-        kind = "sample" if item.why == SAMPLE_ERROR else f"{item.why} data"
-        kind += " error" + "s" * (item.count != 1)
-        parts.append(f"{item.count} {said.get(item.why, kind)}")
+        if item.why in said:
+            parts.append(f"{item.count} {said[item.why]}")
+        else:
+            kind = "sample" if item.why == SAMPLE_ERROR else f"{item.why} data"
+            parts.append(plural(item.count, f"{kind} error"))
     return ", ".join(parts)
 
 
