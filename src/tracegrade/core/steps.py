@@ -145,6 +145,8 @@ def reciprocal_rank(wanted: AbstractSet[str], ranked: Sequence[str]) -> float:
 def ndcg_at(wanted: AbstractSet[str], ranked: Sequence[str], k: int) -> float:
     """nDCG at cut-off `k` of at least one wanted ID, each of gain 1: trec_eval's
     `ndcg_cut.k`, with the required IDs as the relevant ones."""
+    if not wanted:
+        raise ValueError("nDCG needs at least one required ID")
     gain = sum(
         1 / math.log2(rank + 1)
         for rank, item in enumerate(ranked[:k], 1)

@@ -619,7 +619,7 @@ def _no_list(lines: _Lines) -> str:
             f"followed by {_quote(segments[-1])}, which is no comma list "
             f"({reason})"
         )
-    listed = _comma_list(text) if "," in text else ""
-    if listed:
-        return f"no list of IDs: read as a comma list, {listed}"
+    as_commas = _comma_list(text) if "," in text else None
+    if isinstance(as_commas, str):
+        return f"no list of IDs: read as a comma list, {as_commas}"
     return f"no list of IDs in the text {_quote(text)}; {_ADVICE}"

@@ -39,7 +39,6 @@ STRUCTURED_KEY = "ids"
 
 # An object, as OpenAI's structured outputs take only an object at the top;
 # uniqueness in words, as strict modes refuse `uniqueItems`.
-_IDS = "Unique strings, each exactly as the document writes it, in the order they "
 RESPONSE_SCHEMA = ResponseSchema(
     name="extracted_ids",
     description="The IDs the document names, each once, in source order.",
@@ -50,7 +49,8 @@ RESPONSE_SCHEMA = ResponseSchema(
                 STRUCTURED_KEY: {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": _IDS + "first appear; never sorted.",
+                    "description": "Unique strings, each exactly as the document "
+                    "writes it, in the order they first appear; never sorted.",
                 }
             },
             "required": [STRUCTURED_KEY],
