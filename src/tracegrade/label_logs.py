@@ -49,7 +49,7 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     samples = list(log.samples or [])
     order = {id_: n for n, id_ in enumerate(dict.fromkeys(s.id for s in samples))}
     samples.sort(key=lambda sample: (order[sample.id], sample.epoch))
-    per_epoch = log_runs(log)[1] > 1
+    per_epoch = (log.eval.config.epochs or 1) > 1
     return [_label_request(sample, per_epoch) for sample in samples]
 
 
