@@ -23,7 +23,7 @@ def percent(share: float | None) -> str:
 
 def share_with_interval(p: Proportion) -> str:
     """ "57.1% [39.1, 73.5]": the share and its interval, in percent."""
-    if p.low is None or p.high is None:
+    if p.share is None or p.low is None or p.high is None:
         return "n/a"
     return f"{percent(p.share)} [{100 * p.low:.1f}, {100 * p.high:.1f}]"
 
