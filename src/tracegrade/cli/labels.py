@@ -153,10 +153,11 @@ def apply(
                         written.commit()
                 except OSError as error:
                     raise not_written(target, error) from None
-        except BaseException as error:
+        except OutputChanged as error:
             written.discard()
-            if isinstance(error, OutputChanged):
-                raise OutputError(f"{changed} ({error})") from None
+            raise OutputError(f"{changed} ({error})") from None
+        except BaseException:
+            written.discard()
             _quiet_zip_finaliser()
             raise
     click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
