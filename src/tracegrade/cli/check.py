@@ -79,6 +79,7 @@ def check(
     found = {"data": Counter[str](), "answer": Counter[str]()}
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
+    shown = 0
     try:
         with DiskIds() as seen, byte_progress(path, "checking", progress) as advance:
             scorer = LineScorer(TASKS[task], path, seen)
@@ -96,9 +97,9 @@ def check(
                     counts["clean"] += 1
                     continue
                 found[problem.side][problem.kind] += 1
-                shown = found["data"].total() + found["answer"].total()
-                if max_listed is not None and shown > max_listed:
+                if max_listed is not None and shown >= max_listed:
                     continue
+                shown += 1
                 entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
                 if as_json:
                     listed.append(entry)
@@ -113,8 +114,6 @@ def check(
             described[1],
         ) from None
     errors, failures = found["data"], found["answer"]
-    problems = errors.total() + failures.total()
-    shown = problems if max_listed is None else min(problems, max_listed)
     warnings = presence.warnings(path) if counts["records"] else []
     ok = counts["records"] > 0 and not errors
     if as_json:
