@@ -8,6 +8,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
@@ -137,11 +138,11 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _checked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The object, refusing a key with a lone surrogate (no log can hold it)
-    and a repeated key."""
+def _unique_keys(pairs: list[tuple[str, Any]], of_text: bool = False) -> dict[str, Any]:
+    """The object, refusing a repeated key; `of_text`: also a key with a lone
+    surrogate, which no log can hold."""
     value = dict(pairs)
-    if has_lone_surrogate("".join(value)):  # one search for all the keys
+    if of_text and has_lone_surrogate("".join(value)):  # one search for all keys
         key = next(key for key in value if has_lone_surrogate(key))
         raise UnsupportedJSON(
             f"the object key {json.dumps(key)} holds a lone surrogate, which "
@@ -184,13 +185,18 @@ def _depth(value: Any) -> int:  # level by level: no recursion
     return depth
 
 
-# Made once: `json.loads` with hooks builds one per call.
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_checked_object,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
+# Made once (`json.loads` with hooks builds one per call); text from UTF-8
+# holds a lone surrogate only as an escape, so only such a line's keys are checked.
+_STRICT_DECODER, _KEY_CHECKING_DECODER = (
+    json.JSONDecoder(
+        object_pairs_hook=partial(_unique_keys, of_text=of_text),
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+    )
+    for of_text in (False, True)
 )
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def strict_json_loads(text: str) -> Any:
@@ -201,8 +207,11 @@ def strict_json_loads(text: str) -> Any:
         raise json.JSONDecodeError(
             "Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0
         )
+    decoder = (
+        _KEY_CHECKING_DECODER if _SURROGATE_ESCAPE.search(text) else _STRICT_DECODER
+    )
     try:
-        value = _DECODER.decode(text)
+        value = decoder.decode(text)
     except RecursionError:
         # Too deep to tell valid JSON from unclosed brackets: not readable.
         raise ValueError("nested too deeply to read") from None
