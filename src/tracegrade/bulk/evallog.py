@@ -126,6 +126,13 @@ def _json_length_within(value: Any, limit: int) -> bool:
 
 def _utc_iso(value: str) -> str:
     """A timestamp as `UtcDatetimeStr` normalises it (Inspect's summaries do)."""
+    # `datetime.isoformat` of a UTC time is normal already.
+    if (
+        value.endswith("+00:00")
+        and value[10:11] == "T"
+        and (len(value) == 25 or (len(value) == 32 and value[20:26] != "000000"))
+    ):
+        return value
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
