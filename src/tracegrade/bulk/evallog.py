@@ -384,11 +384,18 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
     """`reductions.json`, a reduced score at a time, not a copy held whole."""
     yield b"["
     if reductions is not None:
-        # The reduction up to its samples' opening bracket.
-        yield _json_bytes(reductions.head.model_copy(update={"samples": []}))[:-2]
+        yield _reductions_head(reductions.head)
         yield from reductions.samples_json
         yield b"]}"
     yield b"]"
+
+
+def _reductions_head(reductions: EvalSampleReductions) -> bytes:
+    """A reduction serialised up to its samples' opening bracket."""
+    head = _json_bytes(reductions.model_copy(update={"samples": []}))
+    if not head.endswith(b"[]}"):
+        raise RuntimeError("Inspect's reductions did not serialise as expected")
+    return head[:-2]
 
 
 def _header(log: EvalLog) -> EvalLog:
@@ -433,6 +440,8 @@ class JsonLogWriter:
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         head = to_json_safe(header).rstrip()
+        if not head.endswith(b"}"):
+            raise RuntimeError("Inspect's log header did not serialise to an object")
         spool = self._spool
         spool.flush()
         # Inspect's writer sorts samples by (epoch, id); one epoch here.
