@@ -126,6 +126,13 @@ def _json_length_within(value: Any, limit: int) -> bool:
 
 def _utc_iso(value: str) -> str:
     """A timestamp as `UtcDatetimeStr` normalises it (Inspect's summaries do)."""
+    # `datetime.isoformat` of a UTC time is normal already.
+    if (
+        value.endswith("+00:00")
+        and value[10:11] == "T"
+        and (len(value) == 25 or (len(value) == 32 and value[20:26] != "000000"))
+    ):
+        return value
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
@@ -377,11 +384,18 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
     """`reductions.json`, a reduced score at a time, not a copy held whole."""
     yield b"["
     if reductions is not None:
-        # The reduction up to its samples' opening bracket.
-        yield _json_bytes(reductions.head.model_copy(update={"samples": []}))[:-2]
+        yield _reductions_head(reductions.head)
         yield from reductions.samples_json
         yield b"]}"
     yield b"]"
+
+
+def _reductions_head(reductions: EvalSampleReductions) -> bytes:
+    """A reduction serialised up to its samples' opening bracket."""
+    head = _json_bytes(reductions.model_copy(update={"samples": []}))
+    if not head.endswith(b"[]}"):
+        raise RuntimeError("Inspect's reductions did not serialise as expected")
+    return head[:-2]
 
 
 def _header(log: EvalLog) -> EvalLog:
@@ -426,6 +440,8 @@ class JsonLogWriter:
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         head = to_json_safe(header).rstrip()
+        if not head.endswith(b"}"):
+            raise RuntimeError("Inspect's log header did not serialise to an object")
         spool = self._spool
         spool.flush()
         # Inspect's writer sorts samples by (epoch, id); one epoch here.

@@ -474,8 +474,18 @@ class ScoreRun:
                 read_from=self.bulk_task.read_from,
             )
             now = _now()
-            scores = {self.scorer_name: score}
-            parts = SampleParts(sample_id, text, scores, {}, {"line": line}, now, now)
+            parts = SampleParts(
+                id=sample_id,
+                input=text,
+                target="",
+                metadata={"line": line},
+                answer=None,
+                scores={self.scorer_name: score},
+                store={},
+                started_at=now,
+                completed_at=now,
+                seconds=0.0,
+            )
             self._add(part, parts, score)
         return placed
 

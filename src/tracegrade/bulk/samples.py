@@ -47,19 +47,18 @@ def uuid() -> str:
 
 
 class SampleParts(NamedTuple):
-    """What a sample has of its own; `SampleTemplates.sample` adds the rest.
-    The defaults are an unreadable line's: no target, answer or time."""
+    """What a sample has of its own; `SampleTemplates.sample` adds the rest."""
 
     id: str
     input: str
+    target: str | list[str]
+    metadata: dict[str, Any] | None
+    answer: str | None
     scores: dict[str, Score]
     store: dict[str, Any]
-    metadata: dict[str, Any] | None
     started_at: str
     completed_at: str
-    target: str | list[str] = ""
-    answer: str | None = None
-    seconds: float = 0.0
+    seconds: float
 
 
 @dataclass(frozen=True)
