@@ -713,7 +713,8 @@ class _Import:
         self.untyped.update(list(dict.fromkeys(_untyped(trace, contents))))
         known = {d: [t for t in found if t] for d, found in contents.items()}
         texts = _model_input(trace) if self.rules.context == MODEL_INPUT else []
-        context = _shown(texts, known, f"{self.path}: trace {quote(trace.id)}")
+        at = f"{self.path}: trace {quote(trace.id)}"
+        context = _shown(texts, known, at) if texts else []  # no input: nothing shown
         if texts and all(known[d] or d in context for d in known):
             record |= {"context": context} | ({"steps": steps} if steps else {})
             return
