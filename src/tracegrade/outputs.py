@@ -162,9 +162,16 @@ def check_output(
     if not path or path.endswith(os.sep):
         why = f"ends in {os.sep}, as a directory does" if path else "names no file"
         raise OutputError(f"{said} {why}; give a file name")
-    if is_link_loop(path):
-        raise OutputError(f"{said} is a loop of symbolic links; give a file")
-    identity = _identity(path)
+    try:  # one look at the name, so every check below reads the same file
+        status: os.stat_result | None = os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OutputError(
+                f"{said} is a loop of symbolic links; give a file"
+            ) from None
+        status = None  # absent or unreachable: a file to make
+    mode = 0 if status is None else status.st_mode
+    identity = None if status is None else (status.st_dev, status.st_ino)
     for source in inputs:
         if identity is not None and _identity(source) == identity:
             same = os.path.abspath(path) == os.path.abspath(source)
@@ -173,9 +180,9 @@ def check_output(
                 f"{said} is the input {source!r}{how}; writing it "
                 "would destroy the input, so choose another file"
             )
-    if os.path.isdir(path):
+    if stat.S_ISDIR(mode):
         raise OutputError(f"{said} is a directory, not a file")
-    if not force and os.path.isfile(path):
+    if not force and stat.S_ISREG(mode):
         raise OutputError(f"{said} already exists; pass --force to replace it")
     directory = os.path.dirname(os.path.realpath(path)) or "."
     if not os.path.isdir(directory):

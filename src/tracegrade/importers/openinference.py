@@ -483,12 +483,15 @@ def _model_input(trace: Trace) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
-    # strict_json_loads bounds the depth
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
-    return [value] if isinstance(value, str) else []
+    """The texts in a JSON value, in order; each value visited once."""
+    texts, pending = [], [value]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict | list):
+            pending += reversed(value.values() if isinstance(value, dict) else value)
+    return texts
 
 
 def _shown(texts: list[str], contents: dict[str, list[str]], trace: str) -> list[str]:
@@ -710,7 +713,8 @@ class _Import:
         self.untyped.update(list(dict.fromkeys(_untyped(trace, contents))))
         known = {d: [t for t in found if t] for d, found in contents.items()}
         texts = _model_input(trace) if self.rules.context == MODEL_INPUT else []
-        context = _shown(texts, known, f"{self.path}: trace {quote(trace.id)}")
+        at = f"{self.path}: trace {quote(trace.id)}"
+        context = _shown(texts, known, at) if texts else []  # no input: nothing shown
         if texts and all(known[d] or d in context for d in known):
             record |= {"context": context} | ({"steps": steps} if steps else {})
             return

@@ -188,7 +188,7 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     assert file is not None
     file.seek(info.header_offset)
     local = file.read(30)  # the lengths of the name and extra field last
-    if local[:4] != b"PK\x03\x04":
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
         raise UnreadableLog("its local header is damaged")
     file.seek(sum(int.from_bytes(local[at : at + 2], "little") for at in (26, 28)), 1)
     data = file.read(info.compress_size)
