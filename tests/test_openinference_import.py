@@ -358,6 +358,9 @@ def child(n: int, *attributes: tuple[str, Any], parent: int = 1) -> dict[str, An
         (one(RETRIEVES, (document_id(0), 1.5)), "id 1.5 is neither text"),
         (one((KIND, "retriever")), 'span kind "retriever" is not OpenInfer'),
         (one((EXAMPLE, 1.0)), 'key "example.id" is 1.0; a key is text or'),
+        # A boolValue is read as true or false, an empty AnyValue as null.
+        (one((EXAMPLE, {"boolValue": True})), 'key "example.id" is true; a key'),
+        (one((EXAMPLE, {})), 'key "example.id" is null; a key is text or'),
         (one(("x", {"stringValue": "a", "intValue": 1})), "holds stringValue and int"),
         (
             request(
@@ -583,3 +586,6 @@ def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> 
     )
     with pytest.raises(ImportRefused, match=r'has no attribute "case\.id" for its'):
         import_openinference(spans, gold, key=SESSION, sample_id="case.id")
+    empty = write_lines(tmp_path / "empty.jsonl", [one((SESSION, ""))])
+    with pytest.raises(ImportRefused, match=r"has an empty session\.id, which cannot"):
+        import_openinference(empty, gold, key=SESSION, allow_unmatched=True)

@@ -209,7 +209,7 @@ def third(**fields: Any) -> str:
         *[
             (
                 name,
-                b'{"a": 1}\n{"b": "\xe9"}\n',
+                b'{"reference_context_ids": 1}\n{"b": "\xe9"}\n',
                 2,
                 "not valid UTF-8 text (byte 0xE9 at column 8)",
             )
@@ -239,8 +239,9 @@ def test_a_row_that_is_not_a_sample_is_named(
         ("q,[],\"[7, '8']\"", ["7", "8"]),
         # Over the csv module's 128 KiB limit for a cell, as a question may be.
         ("x" * 200_000 + ",[],['D1']", ["D1"]),
+        ("\nq,[],['D1']", ["D1"]),  # a blank row is skipped
     ],
-    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB"],
+    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB", "blank-row"],
 )
 def test_a_csv_list_cell_is_read_as_json_or_as_repr_writes_it(
     tmp_path: Path, row: str, ids: list[str]
