@@ -299,17 +299,12 @@ DOCS, RETRIEVES = "retrieval.documents", (KIND, RETRIEVER)
 
 def span(*attributes: tuple[str, Any], **fields: Any) -> dict[str, Any]:
     """A span of (key, value) attributes; a value not an AnyValue is typed."""
-    typed = {str: "stringValue", int: "intValue", float: "doubleValue"}
-    values = [
-        {"key": key, "value": v if isinstance(v, dict) else {typed[type(v)]: v}}
+    kinds = {str: "stringValue", int: "intValue", float: "doubleValue"}
+    typed = [
+        {"key": key, "value": v if isinstance(v, dict) else {kinds[type(v)]: v}}
         for key, v in attributes
     ]
-    return {
-        "traceId": TRACE,
-        "spanId": SPAN,
-        "name": "s",
-        "attributes": values,
-    } | fields
+    return {"traceId": TRACE, "spanId": SPAN, "name": "s", "attributes": typed} | fields
 
 
 def request(*spans: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from .common import (
 if TYPE_CHECKING:
     from ..labels import StaffLabels
 
-# The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
 STEPS, TYPED = (RETRIEVER, RERANKER), (RETRIEVER, RERANKER, LLM, PROMPT)
@@ -81,23 +80,18 @@ class ImportRules:
 
 
 class UnmatchedTraces(ImportRefused):
-    """Traces that match no gold line, with no --allow-unmatched."""
-
     exit_code = 2
 
 
 class _Line(NamedTuple):
-    """One line of a JSON Lines file, whose fields are refused by their path."""
-
     path: str
     number: int
 
     def refuse(self, where: str, problem: str) -> InputFileError:
-        prefix = f"{where}: " if where else ""
-        return InputFileError(*self, prefix + problem, field=where)
+        problem = f"{where}: {problem}" if where else problem
+        return InputFileError(*self, problem, field=where)
 
     def items(self, where: str, parent: Any, name: str) -> list[tuple[str, Any]]:
-        """Repeated field `name`'s items with their paths; absent is empty."""
         at = f"{where}.{name}" if where else name
         value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
@@ -175,7 +169,6 @@ class _Line(NamedTuple):
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
     ) -> dict[str, Any]:
-        """Attributes by key, in order (a key's index is its item's, for refusals)."""
         attributes: dict[str, Any] = {}
         for path, item in self.items(where, parent, name):
             key = self.text(f"{path}.key", self.object(path, item).get("key"))
@@ -225,8 +218,6 @@ class _Line(NamedTuple):
 
 @dataclass
 class Span:
-    """One span, its attributes decoded, with where it was read, for refusals."""
-
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -651,8 +642,6 @@ def stream_openinference(
 
 
 class _Import:
-    """One import's traces made records, and what its notes say of them."""
-
     def __init__(self, path: str, gold_path: str, rules: ImportRules) -> None:
         self.path, self.gold_path, self.rules = path, gold_path, rules
         self.gold = _read_gold(gold_path)
@@ -729,7 +718,6 @@ class _Import:
             record["context"] = [d for d, _ in chain.from_iterable(retrieved)]
 
     def notes(self) -> list[str]:
-        """The notes, once every trace is a record; or the unmatched refused."""
         key, unmatched, gold_path = self.rules.key, self.unmatched, self.gold_path
         if self.labels is not None:
             known = self.traces.__contains__

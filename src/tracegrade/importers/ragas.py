@@ -91,8 +91,8 @@ def _csv_rows(path: str) -> Rows:
                 problem += f"{header_line}) names {len(header)} columns"
                 raise InputFileError(path, start, problem)
             else:
-                row = dict(zip(header, cells, strict=True))
-                yield start, {name: cell for name, cell in row.items() if cell != ""}
+                row = zip(header, cells, strict=True)
+                yield start, {name: cell for name, cell in row if cell != ""}
     except InputFileError:
         for _ in lines:  # bytes that are not UTF-8 anywhere are said first
             pass
