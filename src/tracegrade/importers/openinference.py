@@ -474,7 +474,6 @@ def _model_input(trace: Trace) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
-    """The texts in a JSON value, in order; each value visited once."""
     texts, pending = [], [value]
     while pending:
         value = pending.pop()
