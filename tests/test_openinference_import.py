@@ -375,6 +375,8 @@ def child(n: int, *attributes: tuple[str, Any], parent: int = 1) -> dict[str, An
             'document 0 is "D", so',
         ),
         (one(RETRIEVES, (DOCS, '[{"document.content": "x"}]')), '0 is {"document.c'),
+        (one(RETRIEVES, (DOCS, '[{"document.id": "\\ud800"}]')), 'id "\\ud800" holds'),
+        (one((KIND, LLM), ("llm.output_messages.0.content", 1)), "texts, got 1"),
         (
             one(RETRIEVES, (document_id(0), "D"), (DOCS, "[]")),
             "gives its documents twice",
