@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
@@ -29,9 +29,6 @@ from .common import (
     listed,
     read_labels,
 )
-
-if TYPE_CHECKING:
-    from ..labels import StaffLabels
 
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
@@ -633,18 +630,19 @@ def stream_openinference(
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
             raise InputFileError(path, None, problem)
-        made = _Import(path, str(gold_path), rules)
-        made.labels = None if labels_path is None else read_labels(labels_path)
+        made = _Import(path, str(gold_path), rules, labels_path)
         for trace_id in spool.places:
             yield made.record(Trace(trace_id, spool.read(trace_id)))
         notes += made.notes()
 
 
 class _Import:
-    def __init__(self, path: str, gold_path: str, rules: ImportRules) -> None:
+    def __init__(
+        self, path: str, gold_path: str, rules: ImportRules, labels: str | Path | None
+    ) -> None:
         self.path, self.gold_path, self.rules = path, gold_path, rules
-        self.gold = _read_gold(gold_path)
-        self.labels: StaffLabels | None = None
+        self.gold = _read_gold(gold_path)  # refused before the labels
+        self.labels = None if labels is None else read_labels(labels)
         self.used: set[tuple[type, Key]] = set()
         self.traces: dict[str, str] = {}  # trace ids by sample id
         self.unmatched: list[tuple[str, Key | None]] = []
