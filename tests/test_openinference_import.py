@@ -299,17 +299,12 @@ DOCS, RETRIEVES = "retrieval.documents", (KIND, RETRIEVER)
 
 def span(*attributes: tuple[str, Any], **fields: Any) -> dict[str, Any]:
     """A span of (key, value) attributes; a value not an AnyValue is typed."""
-    typed = {str: "stringValue", int: "intValue", float: "doubleValue"}
-    values = [
-        {"key": key, "value": v if isinstance(v, dict) else {typed[type(v)]: v}}
+    kinds = {str: "stringValue", int: "intValue", float: "doubleValue"}
+    typed = [
+        {"key": key, "value": v if isinstance(v, dict) else {kinds[type(v)]: v}}
         for key, v in attributes
     ]
-    return {
-        "traceId": TRACE,
-        "spanId": SPAN,
-        "name": "s",
-        "attributes": values,
-    } | fields
+    return {"traceId": TRACE, "spanId": SPAN, "name": "s", "attributes": typed} | fields
 
 
 def request(*spans: dict[str, Any]) -> dict[str, Any]:
@@ -358,6 +353,9 @@ def child(n: int, *attributes: tuple[str, Any], parent: int = 1) -> dict[str, An
         (one(RETRIEVES, (document_id(0), 1.5)), "id 1.5 is neither text"),
         (one((KIND, "retriever")), 'span kind "retriever" is not OpenInfer'),
         (one((EXAMPLE, 1.0)), 'key "example.id" is 1.0; a key is text or'),
+        # A boolValue is read as true or false, an empty AnyValue as null.
+        (one((EXAMPLE, {"boolValue": True})), 'key "example.id" is true; a key'),
+        (one((EXAMPLE, {})), 'key "example.id" is null; a key is text or'),
         (one(("x", {"stringValue": "a", "intValue": 1})), "holds stringValue and int"),
         (
             request(
@@ -377,6 +375,8 @@ def child(n: int, *attributes: tuple[str, Any], parent: int = 1) -> dict[str, An
             'document 0 is "D", so',
         ),
         (one(RETRIEVES, (DOCS, '[{"document.content": "x"}]')), '0 is {"document.c'),
+        (one(RETRIEVES, (DOCS, '[{"document.id": "\\ud800"}]')), 'id "\\ud800" holds'),
+        (one((KIND, LLM), ("llm.output_messages.0.content", 1)), "texts, got 1"),
         (
             one(RETRIEVES, (document_id(0), "D"), (DOCS, "[]")),
             "gives its documents twice",
@@ -583,3 +583,6 @@ def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> 
     )
     with pytest.raises(ImportRefused, match=r'has no attribute "case\.id" for its'):
         import_openinference(spans, gold, key=SESSION, sample_id="case.id")
+    empty = write_lines(tmp_path / "empty.jsonl", [one((SESSION, ""))])
+    with pytest.raises(ImportRefused, match=r"has an empty session\.id, which cannot"):
+        import_openinference(empty, gold, key=SESSION, allow_unmatched=True)

@@ -22,10 +22,6 @@ from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.ragas import stream_ragas
 
 
-def import_ragas(path: Any, **options: Any) -> list[dict[str, Any]]:
-    return list(stream_ragas(path, **options))
-
-
 def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return run_tracegrade("import", "ragas", *args, cwd=DATA)
 
@@ -132,7 +128,6 @@ def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
         ([{"id": "0", "correct": True}, {"id": "2", "correct": False}], None),
         # Refused after the dataset is read (the rest: test_trec_import).
         ([{"id": "8", "correct": True}], f'names no sample of {RAGAS_JSONL}: "8"'),
-        ([{"id": "0", "epoch": 1, "correct": True}], "one record with one label"),
     ],
 )
 def test_labels_give_correct_after_the_id_lists_or_are_refused(
@@ -141,9 +136,9 @@ def test_labels_give_correct_after_the_id_lists_or_are_refused(
     labels = write_lines(tmp_path / "labels.jsonl", lines)
     if expected is not None:
         with pytest.raises(LabelsRefused, match=re.escape(expected)):
-            import_ragas(RAGAS_JSONL, labels_path=labels)
+            list(stream_ragas(RAGAS_JSONL, labels_path=labels))
         return
-    records = import_ragas(RAGAS_JSONL, labels_path=labels)
+    records = list(stream_ragas(RAGAS_JSONL, labels_path=labels))
     assert list(records[0]["input"])[:3] == ["required", "context", "correct"]
     correct = [record["input"].get("correct") for record in records[:4]]
     assert correct == [True, None, False, None]
@@ -209,7 +204,7 @@ def third(**fields: Any) -> str:
         *[
             (
                 name,
-                b'{"a": 1}\n{"b": "\xe9"}\n',
+                b'{"reference_context_ids": 1}\n{"b": "\xe9"}\n',
                 2,
                 "not valid UTF-8 text (byte 0xE9 at column 8)",
             )
@@ -223,7 +218,7 @@ def test_a_row_that_is_not_a_sample_is_named(
     path = tmp_path / name
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(InputFileError) as caught:
-        import_ragas(path)
+        list(stream_ragas(path))
     assert caught.value.line == line, caught.value.message
     at = f"{path}, line {line}: " if line else f"{path}: "
     assert caught.value.message.startswith(at) and expected in caught.value.message
@@ -239,14 +234,15 @@ def test_a_row_that_is_not_a_sample_is_named(
         ("q,[],\"[7, '8']\"", ["7", "8"]),
         # Over the csv module's 128 KiB limit for a cell, as a question may be.
         ("x" * 200_000 + ",[],['D1']", ["D1"]),
+        ("\nq,[],['D1']", ["D1"]),  # a blank row is skipped
     ],
-    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB"],
+    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB", "blank-row"],
 )
 def test_a_csv_list_cell_is_read_as_json_or_as_repr_writes_it(
     tmp_path: Path, row: str, ids: list[str]
 ) -> None:
     path = tmp_path / "d.csv"
     path.write_text(HEADER + row + "\n", encoding="utf-8", newline="")
-    (record,) = import_ragas(path)
+    (record,) = list(stream_ragas(path))
     assert record["input"]["required"] == ids
     assert csv.field_size_limit() == 131_072

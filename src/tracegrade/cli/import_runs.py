@@ -46,8 +46,6 @@ Shape = tuple[list[str], Iterable[dict[str, Any]], str, list[str]]
 
 
 def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An import command: its own options, the shared ones, and the writing."""
-
     def decorate(shape: Callable[..., Shape]) -> Any:
         @functools.wraps(shape)
         def command(

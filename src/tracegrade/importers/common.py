@@ -55,7 +55,6 @@ def named(names: Sequence[Any], lines: Mapping[Any, int]) -> str:
 
 
 def counted(count: int, noun: str) -> str:
-    """`1 query`, `2 queries`."""
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"1 {noun}" if count == 1 else f"{count} {plural}"
 

@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
@@ -30,10 +30,6 @@ from .common import (
     read_labels,
 )
 
-if TYPE_CHECKING:
-    from ..labels import StaffLabels
-
-# The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
 STEPS, TYPED = (RETRIEVER, RERANKER), (RETRIEVER, RERANKER, LLM, PROMPT)
@@ -81,23 +77,18 @@ class ImportRules:
 
 
 class UnmatchedTraces(ImportRefused):
-    """Traces that match no gold line, with no --allow-unmatched."""
-
     exit_code = 2
 
 
 class _Line(NamedTuple):
-    """One line of a JSON Lines file, whose fields are refused by their path."""
-
     path: str
     number: int
 
     def refuse(self, where: str, problem: str) -> InputFileError:
-        prefix = f"{where}: " if where else ""
-        return InputFileError(*self, prefix + problem, field=where)
+        problem = f"{where}: {problem}" if where else problem
+        return InputFileError(*self, problem, field=where)
 
     def items(self, where: str, parent: Any, name: str) -> list[tuple[str, Any]]:
-        """Repeated field `name`'s items with their paths; absent is empty."""
         at = f"{where}.{name}" if where else name
         value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
@@ -175,7 +166,6 @@ class _Line(NamedTuple):
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
     ) -> dict[str, Any]:
-        """Attributes by key, in order (a key's index is its item's, for refusals)."""
         attributes: dict[str, Any] = {}
         for path, item in self.items(where, parent, name):
             key = self.text(f"{path}.key", self.object(path, item).get("key"))
@@ -225,8 +215,6 @@ class _Line(NamedTuple):
 
 @dataclass
 class Span:
-    """One span, its attributes decoded, with where it was read, for refusals."""
-
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -483,7 +471,6 @@ def _model_input(trace: Trace) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
-    """The texts in a JSON value, in order; each value visited once."""
     texts, pending = [], [value]
     while pending:
         value = pending.pop()
@@ -643,20 +630,19 @@ def stream_openinference(
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
             raise InputFileError(path, None, problem)
-        made = _Import(path, str(gold_path), rules)
-        made.labels = None if labels_path is None else read_labels(labels_path)
+        made = _Import(path, str(gold_path), rules, labels_path)
         for trace_id in spool.places:
             yield made.record(Trace(trace_id, spool.read(trace_id)))
         notes += made.notes()
 
 
 class _Import:
-    """One import's traces made records, and what its notes say of them."""
-
-    def __init__(self, path: str, gold_path: str, rules: ImportRules) -> None:
+    def __init__(
+        self, path: str, gold_path: str, rules: ImportRules, labels: str | Path | None
+    ) -> None:
         self.path, self.gold_path, self.rules = path, gold_path, rules
-        self.gold = _read_gold(gold_path)
-        self.labels: StaffLabels | None = None
+        self.gold = _read_gold(gold_path)  # refused before the labels
+        self.labels = None if labels is None else read_labels(labels)
         self.used: set[tuple[type, Key]] = set()
         self.traces: dict[str, str] = {}  # trace ids by sample id
         self.unmatched: list[tuple[str, Key | None]] = []
@@ -729,7 +715,6 @@ class _Import:
             record["context"] = [d for d, _ in chain.from_iterable(retrieved)]
 
     def notes(self) -> list[str]:
-        """The notes, once every trace is a record; or the unmatched refused."""
         key, unmatched, gold_path = self.rules.key, self.unmatched, self.gold_path
         if self.labels is not None:
             known = self.traces.__contains__

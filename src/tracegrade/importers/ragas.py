@@ -41,14 +41,14 @@ def _jsonl_rows(path: str) -> Rows:
     try:
         yield from json_objects(path, "sample", InputFileError)
     except InputFileError as error:
-        if error.line == 1 and error.kind == MALFORMED_JSON:
-            with open(path, encoding="utf-8-sig", errors="replace") as text:
-                if text.readline().lstrip().startswith("["):
-                    problem = f"{error.problem}; a Ragas dataset is JSON Lines "
-                    problem += "(to_jsonl), not a JSON array"
-                    refused = InputFileError(path, 1, problem, kind=MALFORMED_JSON)
-                    raise refused from None
-        raise
+        if error.line != 1 or error.kind != MALFORMED_JSON:
+            raise
+        with open(path, encoding="utf-8-sig", errors="replace") as text:
+            if not text.readline().lstrip().startswith("["):
+                raise
+        problem = f"{error.problem}; a Ragas dataset is JSON Lines "
+        problem += "(to_jsonl), not a JSON array"
+        raise InputFileError(path, 1, problem, kind=MALFORMED_JSON) from None
 
 
 def _csv_lines(path: str) -> Iterator[str]:
@@ -91,8 +91,8 @@ def _csv_rows(path: str) -> Rows:
                 problem += f"{header_line}) names {len(header)} columns"
                 raise InputFileError(path, start, problem)
             else:
-                row = dict(zip(header, cells, strict=True))
-                yield start, {name: cell for name, cell in row.items() if cell != ""}
+                row = zip(header, cells, strict=True)
+                yield start, {name: cell for name, cell in row if cell != ""}
     except InputFileError:
         for _ in lines:  # bytes that are not UTF-8 anywhere are said first
             pass
