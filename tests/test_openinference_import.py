@@ -524,6 +524,27 @@ def test_a_document_reached_the_model_by_its_id_or_unique_content(
     assert (why in result.stderr) == noted
 
 
+def test_two_readings_are_named_in_the_order_the_spans_returned_them(
+    tmp_path: Path,
+) -> None:
+    """D1 comes back with two contents, each shared: the refusal names the first
+    pair, whatever order a set of the two contents would iterate in."""
+    words = (f"text{n}" for n in itertools.count())
+    first, second = next(words), next(words)
+    while [*{first, second}] == [first, second]:  # this process's hash seed
+        second = next(words)
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
+    for name, documents in (("a", {"D1": first, "D2": first}), ("b", {"D1": second})):
+        recorder.leaf(name, {KIND: RETRIEVER, **listed(documents)}, root)
+    recorder.leaf("c", {KIND: RETRIEVER, **listed({"D3": second})}, root)
+    recorder.generator(f"Records: {first} {second}", "an answer", root)
+    recorder.end(root)
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": []}])
+    with pytest.raises(ImportRefused, match='documents "D1" and "D2" have the same'):
+        import_openinference(recorder.close(), gold, key=SESSION)
+
+
 def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -> None:
     """Hybrid search, BM25's compressed (LangChain's ContextualCompressionRetriever:
     it starts first, outputs last; `_retrieve` under `retrieve` is one step): what

@@ -539,7 +539,7 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
         start = text.find(mark, start + 1)
 
 
-def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
+def _untyped(trace: Trace, contents: dict[str, dict[str | None, None]]) -> list[str]:
     """Untyped spans outputting documents, over no typed span: rankers typed CHAIN."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
@@ -693,9 +693,9 @@ class _Import:
     def context(self, trace: Trace, record: dict[str, Any]) -> None:
         in_metadata = self.rules.id_in_metadata
         documents = {s.span_id: s.documents(in_metadata) for s in trace.of(*STEPS)}
-        steps, contents = _steps(trace, documents), dict[str, set[str | None]]()
-        for document, content in chain.from_iterable(documents.values()):
-            contents.setdefault(document, set()).add(content)
+        steps, contents = _steps(trace, documents), dict[str, dict[str | None, None]]()
+        for document, content in chain.from_iterable(documents.values()):  # in order:
+            contents.setdefault(document, {})[content] = None  # refusals name the first
         self.untyped.update(list(dict.fromkeys(_untyped(trace, contents))))
         known = {d: [t for t in found if t] for d, found in contents.items()}
         texts = _model_input(trace) if self.rules.context == MODEL_INPUT else []
