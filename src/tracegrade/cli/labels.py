@@ -52,12 +52,15 @@ def export(log: str, out: str | None, force: bool) -> None:
     diagnosis scores, 2 usage error or a file that cannot be written.
     """
     from ..label_logs import label_requests, stage_score
+    from ..labels import LabelsError
     from ..outputs import AtomicFile, check_output
 
     check_output(out, inputs=[log], option="--out", force=force)
     eval_log = _read_log(log)
-    with _refused_as_one_line():
+    try:
         lines = label_requests(eval_log)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
     _warn(log, eval_log, "exported")
     _warn_runs(
         [s for s in eval_log.samples or [] if stage_score(s) is None],
@@ -143,7 +146,7 @@ def apply(
                 read = file_state(log)
                 if target == log:  # replaced only if no other program rewrote it
                     written.unless_changed = read
-                labelled, outcomes = _labelled(log, labels_file, action, force)
+                labelled, runs = _labelled(log, labels_file, action, force)
                 named = target if target.endswith((".json", ".eval")) else log
                 try:  # what cannot be written is named, as for any output
                     _write_log(written, labelled, named.endswith(".json"))
@@ -160,13 +163,15 @@ def apply(
             written.discard()
             _quiet_zip_finaliser()
             raise
-    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+    click.echo(f"{runs}; log written to {target}", err=True)
 
 
 def _labelled(
     log: str, labels_file: str, action: ApplyAction, force: bool
-) -> tuple[EvalLog, dict[str, list[EvalSample]]]:
+) -> tuple[EvalLog, str]:
+    """The labelled log, and the summary of its runs' outcomes."""
     from ..label_logs import apply_labels
+    from ..labels import LabelsError
 
     eval_log = _read_log(log)
     if eval_log.status == "started" and not force:
@@ -175,16 +180,32 @@ def _labelled(
             "would write over the labels when it does; wait until it ends, "
             "or pass --force"
         )
-    with _refused_as_one_line():
-        labelled = apply_labels(eval_log, labels_file, action=action)
+    try:
+        labelled, ids, epochs = apply_labels(eval_log, labels_file, action=action)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
     _warn(log, labelled, "labelled")
+    scores = labelled.results.scores if labelled.results else []
+    name = [s.name for s in scores if s.name.startswith("stage_diagnosis")][-1]
     outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
         outcomes.get("answer-label", []),
         f"of {log} have no label in {labels_file}",
         "they are answer-label",
     )
-    return labelled, outcomes
+    runs = f" ({ids} samples, {epochs} epochs)" if epochs > 1 else ""
+    said = [
+        f"{len(outcomes.pop('diagnosed', []))} of {len(labelled.samples or [])} "
+        f"runs{runs} labelled and diagnosed with the labels in {labels_file} as {name}"
+    ]
+    order = [*_NOT_DIAGNOSED, *outcomes]
+    for kind, runs_of_kind in sorted(outcomes.items(), key=lambda i: order.index(i[0])):
+        one = len(runs_of_kind) == 1
+        words = _NOT_DIAGNOSED.get(kind, kind).format(
+            has="has" if one else "have", needs="needs" if one else "need"
+        )
+        said.append(f"{len(runs_of_kind)} {words}")
+    return labelled, "; ".join(said)
 
 
 def _write_log(written: AtomicFile, labelled: EvalLog, as_json: bool) -> None:
@@ -209,16 +230,6 @@ def _quiet_zip_finaliser() -> None:
             shown(unraisable)
 
     sys.unraisablehook = drop_zip_finaliser
-
-
-@contextmanager
-def _refused_as_one_line() -> Iterator[None]:
-    from ..labels import LabelsError
-
-    try:
-        yield
-    except LabelsError as error:
-        raise click.ClickException(str(error)) from error
 
 
 def _warn(log: str, eval_log: EvalLog, done: str) -> None:
@@ -247,32 +258,10 @@ _NOT_DIAGNOSED = {
 }
 
 
-def _summary(
-    labelled: EvalLog, outcomes: dict[str, list[EvalSample]], labels: str, target: str
-) -> str:
-    from ..label_logs import log_runs
-
-    ids, epochs = log_runs(labelled)
-    scores = labelled.results.scores if labelled.results else []
-    name = [s.name for s in scores if s.name.startswith("stage_diagnosis")][-1]
-    runs = f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else ""
-    said = [
-        f"{len(outcomes.get('diagnosed', []))} of {len(labelled.samples or [])} runs"
-        f"{runs} labelled and diagnosed with the labels in {labels} as {name}"
-    ]
-    order = [*_NOT_DIAGNOSED, *outcomes]
-    for kind in sorted(outcomes.keys() - {"diagnosed"}, key=order.index):
-        one = len(outcomes[kind]) == 1
-        words = _NOT_DIAGNOSED.get(kind, kind).format(
-            has="has" if one else "have", needs="needs" if one else "need"
-        )
-        said.append(f"{len(outcomes[kind])} {words}")
-    return "; ".join([*said, f"log written to {target}"])
-
-
 def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
-    """The runs by what the labels' score (the last one read from the file)
-    made of them: diagnosed, unlabelled (none needed), or its error kind."""
+    """The runs by what the labels' score (the last one read from the file;
+    its name can differ by run) made of them: diagnosed, unlabelled (none
+    needed), or its error kind."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
@@ -283,7 +272,7 @@ def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
             for score in (sample.scores or {}).values()
             if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
         ]
-        if scores:  # a label found is in the score's record
+        if scores:
             record = (scores[-1].metadata or {}).get("record") or {}
             found = "diagnosed" if "correct" in record else "unlabelled"
             outcomes.setdefault(error_kind(scores[-1]) or found, []).append(sample)
