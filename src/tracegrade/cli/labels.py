@@ -111,20 +111,13 @@ def apply(
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
     a file that cannot be written, or LOG changed while it was labelled.
     """
-    from ..outputs import (
-        AtomicFile,
-        OutputChanged,
-        OutputError,
-        check_output,
-        file_state,
-        is_stream,
-        not_written,
-    )
+    from .. import outputs
+    from ..outputs import OutputError, file_state
     from ._failures import exit_on_signal, signals_held
 
     target = log if out is None else out
-    check_output(out, inputs=[log, labels_file], option="--out", force=force)
-    if out is not None and is_stream(out):
+    outputs.check_output(out, inputs=[log, labels_file], option="--out", force=force)
+    if out is not None and outputs.is_stream(out):
         raise OutputError(f"--out {out!r} is not a regular file; give a file")
     before = file_state(target) if os.path.exists(target) else None
 
@@ -138,7 +131,7 @@ def apply(
         f"{log!r} changed while its labels were applied (an eval or another "
         "program wrote it); nothing was written: run the command again"
     )
-    written = AtomicFile(target, binary=True, replace=force)
+    written = outputs.AtomicFile(target, binary=True, replace=force)
     # From the wait for the lock on, a signal ends the command at once.
     with exit_on_signal(stopped_by, written.discard):
         try:
@@ -155,8 +148,8 @@ def apply(
                     with signals_held():  # no name left half claimed
                         written.commit()
                 except OSError as error:
-                    raise not_written(target, error) from None
-        except OutputChanged as error:
+                    raise outputs.not_written(target, error) from None
+        except outputs.OutputChanged as error:
             written.discard()
             raise OutputError(f"{changed} ({error})") from None
         except BaseException:
