@@ -113,7 +113,7 @@ def apply(
     """
     from .. import outputs
     from ..outputs import OutputError, file_state
-    from ._failures import exit_on_signal, signals_held
+    from ._failures import exiting, handling, signals_held
 
     target = log if out is None else out
     outputs.check_output(out, inputs=[log, labels_file], option="--out", force=force)
@@ -133,7 +133,7 @@ def apply(
     )
     written = outputs.AtomicFile(target, binary=True, replace=force)
     # From the wait for the lock on, a signal ends the command at once.
-    with exit_on_signal(stopped_by, written.discard):
+    with handling(exiting(stopped_by, written.discard)):
         try:
             with _directory_locked(log):
                 read = file_state(log)
