@@ -106,12 +106,8 @@ from .labels import labels  # noqa: E402
 from .report import report  # noqa: E402
 from .score import score  # noqa: E402
 
-main.add_command(check)
-main.add_command(compare)
-main.add_command(import_group)
-main.add_command(labels)
-main.add_command(report)
-main.add_command(score)
+for command in (check, compare, import_group, labels, report, score):
+    main.add_command(command)
 
 
 def run() -> None:
