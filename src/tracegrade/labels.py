@@ -55,7 +55,6 @@ class StaffLabels:
     def _add(
         self, number: int, sample_id: SampleId, epoch: int | None, correct: bool
     ) -> None:
-        """Add line `number`'s label, refusing one that another line gave."""
         where = f"id {quote(sample_id)}" + ("" if epoch is None else f" epoch {epoch}")
         if epoch is None:
             taken, mixed = self.lines.get(sample_id), self.first_epoch_line

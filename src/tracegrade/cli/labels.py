@@ -142,7 +142,7 @@ def apply(
                 labelled, runs = _labelled(log, labels_file, action, force)
                 named = target if target.endswith((".json", ".eval")) else log
                 try:  # what cannot be written is named, as for any output
-                    _write_log(written, labelled, named.endswith(".json"))
+                    _write_log(written, labelled, as_json=named.endswith(".json"))
                     if file_state(log) != read:
                         raise changed
                     with signals_held():  # no name left half claimed
@@ -162,7 +162,6 @@ def apply(
 def _labelled(
     log: str, labels_file: str, action: ApplyAction, force: bool
 ) -> tuple[EvalLog, str]:
-    """The labelled log, and the summary of its runs' outcomes."""
     from ..label_logs import apply_labels
     from ..labels import LabelsError
 
@@ -252,9 +251,8 @@ _NOT_DIAGNOSED = {
 
 
 def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
-    """The runs by what the labels' score (the last one read from the file;
-    its name can differ by run) made of them: diagnosed, unlabelled (none
-    needed), or its error kind."""
+    """The runs by what the last score read from the labels file (its name can
+    differ by run) made of them: diagnosed, unlabelled, or its error kind."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
