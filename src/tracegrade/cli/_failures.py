@@ -15,11 +15,7 @@ from ..outputs import OutputError
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)  # Windows has no SIGPIPE
 # Every catchable signal whose default action ends the process, but SIGINT.
 _NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
-TERMINATING: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, "SIG" + name)
-    for name in _NAMES.split()
-    if hasattr(signal, "SIG" + name)
-)
+TERMINATING = tuple(sig for sig in signal.Signals if sig.name[3:] in _NAMES.split())
 _HANDLED = (signal.SIGINT, *TERMINATING)
 Handler = Callable[[int, FrameType | None], None]
 _noted: list[int] | None = None  # signals held by `signals_held`; None outside

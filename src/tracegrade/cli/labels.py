@@ -149,11 +149,10 @@ def apply(
                         written.commit()
                 except OSError as error:
                     raise outputs.not_written(target, error) from None
-        except outputs.OutputChanged as error:
+        except BaseException as error:
             written.discard()
-            raise OutputError(f"{changed} ({error})") from None
-        except BaseException:
-            written.discard()
+            if isinstance(error, outputs.OutputChanged):
+                raise OutputError(f"{changed} ({error})") from None
             _quiet_zip_finaliser()
             raise
     click.echo(f"{runs}; log written to {target}", err=True)
