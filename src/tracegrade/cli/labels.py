@@ -189,13 +189,11 @@ def _labelled(
         f"{len(outcomes.pop('diagnosed', []))} of {len(labelled.samples or [])} "
         f"runs{runs} labelled and diagnosed with the labels in {labels_file} as {name}"
     ]
-    order = [*_NOT_DIAGNOSED, *outcomes]
-    for kind, runs_of_kind in sorted(outcomes.items(), key=lambda i: order.index(i[0])):
-        one = len(runs_of_kind) == 1
-        words = _NOT_DIAGNOSED.get(kind, kind).format(
-            has="has" if one else "have", needs="needs" if one else "need"
-        )
-        said.append(f"{len(runs_of_kind)} {words}")
+    for kind in sorted(outcomes, key=[*_NOT_DIAGNOSED, *outcomes].index):
+        count = len(outcomes[kind])
+        has, needs = ("has", "needs") if count == 1 else ("have", "need")
+        words = _NOT_DIAGNOSED.get(kind, kind).format(has=has, needs=needs)
+        said.append(f"{count} {words}")
     return labelled, "; ".join(said)
 
 
