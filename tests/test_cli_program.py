@@ -1,6 +1,4 @@
-"""The `tracegrade` program: what it runs, how it ends (a bug, a signal), its
-outputs' files (the usual mode, never over a file that appeared meanwhile, a
-claim whole under a signal); `run_tracegrade` ends as a fresh interpreter does."""
+"""The `tracegrade` program: how it ends (a bug, a signal) and its outputs' files."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ import os
 import select
 import signal
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -18,11 +15,10 @@ import pytest
 from tests.commands import run_tracegrade, start_tracegrade
 from tests.support import write_lines
 from tracegrade.cli._failures import Terminated, signals_as_exceptions, signals_held
-from tracegrade.outputs import AtomicFile, OutputAppeared, file_state
+from tracegrade.outputs import AtomicFile, OutputAppeared, file_state, publish
 
-# Put on the PYTHONPATH of one command: its first import of click (the
-# first of its commands' imports) says so on the fifo READY, then waits on
-# stdin, which stays open and silent, until a signal ends the wait.
+# On a command's PYTHONPATH: its first import of click says so on the fifo
+# READY, then waits on its silent stdin until a signal ends the wait.
 _HELD_IMPORT = """
 import os, sys
 
@@ -36,11 +32,6 @@ class HoldClick:
 
 sys.meta_path.insert(0, HoldClick())
 """
-
-
-def test_the_tracegrade_script_runs_the_program() -> None:
-    (script,) = metadata.entry_points(group="console_scripts", name="tracegrade")
-    assert script.value == "tracegrade.__main__:run"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the hold is a fifo")
@@ -154,6 +145,18 @@ def test_a_name_taken_meanwhile_is_replaced_only_with_force(
     (kept,) = [path for path in tmp_path.iterdir() if path != out]
     assert kept.read_text() == "ours"
     assert f"what was written is kept as {str(kept)!r}" in str(appeared.value)
+
+
+def test_a_claim_whose_rename_fails_is_taken_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without links (FAT) the name is claimed by an exclusive create; the
+    rename over it fails (a directory cannot replace a file): the claim goes."""
+    monkeypatch.setattr(os, "link", no_link)
+    (tmp_path / "out.partial").mkdir()
+    with pytest.raises(NotADirectoryError):
+        publish(str(tmp_path / "out.partial"), str(tmp_path / "out"), replace=False)
+    assert [path.name for path in tmp_path.iterdir()] == ["out.partial"]
 
 
 @POSIX_SIGNALS

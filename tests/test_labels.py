@@ -1,5 +1,4 @@
-"""Staff labels: the file is checked line by line when the scorer is built,
-its labels replace any other, and a relabelled log needs it no more."""
+"""Staff labels: checked line by line, replacing any other, needed no more after."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def test_the_labels_file_replaces_metadata_labels_and_is_needed_no_more(
     offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
     """A label in the file replaces the record's own, a run it does not label
-    is answer-label; the log records the plain metrics, so recomputing them
-    later needs no labels file."""
+    is answer-label; recomputing the log's metrics later needs no labels file."""
     labels = tmp_path / "labels.jsonl"
     write_lines(labels, [{"id": "wrong-generation", "correct": True}])
     rescored = score(

@@ -1,7 +1,5 @@
-"""`tracegrade labels export` and `labels apply LOG LABELS`: every label must
-name a run, else the log is left byte for byte; then the log is rescored and
-replaced whole. In real runs, `eval-retry` finishes a failed run with the labels,
-metrics over every sample; `report` and `compare` count the retried eval once."""
+"""`tracegrade labels export` and `labels apply`, and staff labels through
+`eval-retry`, `report` and `compare`."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from inspect_ai import score
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.scorer import Score
 
-from .labels import LabelsError, SampleId, StaffLabels
+from .labels import LabelsError, StaffLabels
 from .scorers import label_from_value, stage_diagnosis_scorer
 
 STAGE_READ_FROM = frozenset({"required", "context", "correct"})
@@ -89,32 +89,27 @@ def _question(sample: EvalSample) -> str:
 ApplyAction = Literal["append", "overwrite"]
 
 
-def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
-    """The sample ids of `log` (the dataset's, errored samples included, and
-    every logged one) and its number of epochs (configured, or more if logged)."""
-    ids: set[SampleId] = set(log.eval.dataset.sample_ids or [])
-    epochs = log.eval.config.epochs or 1
-    for sample in log.samples or []:
-        ids.add(sample.id)
-        epochs = max(epochs, sample.epoch)
-    return ids, epochs
-
-
 def _metadata_key(source: Any) -> str | None:
     """`metadata["gold"]` as `gold`; None for any other source (the store)."""
     found = re.fullmatch(r'metadata\[(".*")\]', str(source))
     return json.loads(found[1]) if found else None
 
 
-def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
+def apply_labels(
+    log: EvalLog, path: str, *, action: ApplyAction
+) -> tuple[EvalLog, int, int]:
     """`log` rescored in place with the staff labels in `path`, once every
-    label names a run of it; `append` keeps the old scores, `overwrite` not."""
+    label names a run of it (the dataset's samples, errored ones included,
+    and its epochs, configured or logged); with its counts of samples and
+    epochs. `append` keeps the old scores, `overwrite` not."""
     labels = StaffLabels.read(path)
     # The keys the log's first stage score read, so labels join onto exactly
     # the records the run diagnosed.
     first = _first_stage_score(log, "to join labels onto; apply labels to")
     read_from = (first.metadata or {})["read_from"]
-    ids, epochs = log_runs(log)
+    samples = log.samples or []
+    ids = {*(log.eval.dataset.sample_ids or []), *(s.id for s in samples)}
+    epochs = max([log.eval.config.epochs or 1, *(s.epoch for s in samples)])
     runs = f"{len(ids):,} sample{'' if len(ids) == 1 else 's'}"
     runs += f", {epochs} epochs" if epochs > 1 else ""
     labels.check_names(
@@ -129,6 +124,7 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     )
     # The stage scorer needs no model; without one given, Inspect would
     # rebuild the run's model from the log, API key and all.
-    return score(
+    labelled = score(
         log, scorer, action=action, display="none", model="none/none", copy=False
     )
+    return labelled, len(ids), epochs

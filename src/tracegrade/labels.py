@@ -55,24 +55,22 @@ class StaffLabels:
     def _add(
         self, number: int, sample_id: SampleId, epoch: int | None, correct: bool
     ) -> None:
-        """Add line `number`'s label, refusing one that another line gave."""
         where = f"id {quote(sample_id)}" + ("" if epoch is None else f" epoch {epoch}")
         if epoch is None:
             taken, mixed = self.lines.get(sample_id), self.first_epoch_line
         else:
             taken, mixed = self.epoch_lines.get((sample_id, epoch)), self.lines
-        problem = None
         if taken is not None:
             problem = f"{where} is already labelled on line {taken}"
-        elif sample_id in mixed:
+            field_name = "id" if epoch is None else "epoch"
+            raise LabelsError(self.path, number, problem, field=field_name)
+        if sample_id in mixed:
             labels = "an epoch" if epoch is None else "every epoch"
             problem = (
                 f"{where}: line {mixed[sample_id]} labels {labels} of this sample; "
                 "label a sample either once for all epochs or epoch by epoch, not both"
             )
-        if problem is not None:
-            field_name = "id" if epoch is None and taken is not None else "epoch"
-            raise LabelsError(self.path, number, problem, field=field_name)
+            raise LabelsError(self.path, number, problem, field="epoch")
         if epoch is None:
             self.labels[sample_id], self.lines[sample_id] = correct, number
         else:

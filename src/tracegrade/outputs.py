@@ -172,14 +172,13 @@ def check_output(
         status = None  # absent or unreachable: a file to make
     mode = 0 if status is None else status.st_mode
     identity = None if status is None else (status.st_dev, status.st_ino)
-    for source in inputs:
-        if identity is not None and _identity(source) == identity:
-            same = os.path.abspath(path) == os.path.abspath(source)
-            how = "" if same else " (the same file, through a link)"
-            raise OutputError(
-                f"{said} is the input {source!r}{how}; writing it "
-                "would destroy the input, so choose another file"
-            )
+    for source in (s for s in inputs if identity and _identity(s) == identity):
+        same = os.path.abspath(path) == os.path.abspath(source)
+        how = "" if same else " (the same file, through a link)"
+        raise OutputError(
+            f"{said} is the input {source!r}{how}; writing it "
+            "would destroy the input, so choose another file"
+        )
     if stat.S_ISDIR(mode):
         raise OutputError(f"{said} is a directory, not a file")
     if not force and stat.S_ISREG(mode):
@@ -220,13 +219,11 @@ def not_written(path: str, error: OSError) -> OutputError:
 class _NamedFile(io.FileIO):
     """A failed write names the output (a bare ENOSPC names none)."""
 
-    shown = ""
-
     def write(self, data: Any) -> int:
         try:
             return super().write(data)
         except OSError as error:
-            raise OSError(error.errno, error.strerror, self.shown) from None
+            raise OSError(error.errno, error.strerror, self.name) from None
 
 
 class AtomicFile:
@@ -250,7 +247,7 @@ class AtomicFile:
             self.final = os.path.realpath(path)
             descriptor, self.temporary = _create_beside(self.final, PARTIAL_SUFFIX)
         raw = _NamedFile(descriptor, "wb")
-        raw.shown = path
+        raw.name = path
         buffered = io.BufferedWriter(raw)
         self.handle: IO[Any] = (
             buffered if binary else io.TextIOWrapper(buffered, "utf-8", newline="\n")
@@ -300,17 +297,16 @@ class AtomicFile:
         binary: bool = False,
         replace: bool = False,
     ) -> None:
-        written = None
         try:
             written = cls(path, binary=binary, replace=replace)
-            write(written.handle)
-            written.commit()
-        except BaseException as error:
-            if written is not None:
+            try:
+                write(written.handle)
+                written.commit()
+            except BaseException:
                 written.discard()
-            if isinstance(error, OSError):
-                raise not_written(path, error) from None
-            raise
+                raise
+        except OSError as error:
+            raise not_written(path, error) from None
 
     def discard(self) -> str | None:
         """Drop the unfinished file (never raises); the path of what is left."""

@@ -17,9 +17,10 @@ from ..outputs import (
 from ._failures import (
     SIGPIPE_EXIT,
     CommandStopped,
+    exiting,
     fault,
+    install,
     signals_as_exceptions,
-    stop_at_once_on_signal,
 )
 
 
@@ -39,7 +40,7 @@ class _Group(click.Group):
                     # is one line like any other write's.
                     sys.stdout.flush()
         except CommandStopped as stopped:
-            message, exit_code = stopped.message, stopped.exit_code
+            message, exit_code = stopped.args
         except OutputError as error:
             own = isinstance(error, StandardOutputFailed)
             message, exit_code = f"{'tracegrade' if own else 'Error'}: {error}", 2
@@ -62,10 +63,9 @@ class _Group(click.Group):
             elif not message.startswith("tracegrade "):
                 message = f"tracegrade: {message}"
         finally:
-            if self.ending_handled:
-                stop_at_once_on_signal(
-                    lambda name: _stopped_message(f"stopped by {name}")
-                )
+            if self.ending_handled:  # from now on a signal exits at once
+                said = lambda name: _stopped_message(f"stopped by {name}")  # noqa: E731
+                install(exiting(said, lambda: None))
         click.echo(message, err=True)
         ctx.exit(exit_code)
 
@@ -106,12 +106,8 @@ from .labels import labels  # noqa: E402
 from .report import report  # noqa: E402
 from .score import score  # noqa: E402
 
-main.add_command(check)
-main.add_command(compare)
-main.add_command(import_group)
-main.add_command(labels)
-main.add_command(report)
-main.add_command(score)
+for command in (check, compare, import_group, labels, report, score):
+    main.add_command(command)
 
 
 def run() -> None:

@@ -15,11 +15,7 @@ from ..outputs import OutputError
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)  # Windows has no SIGPIPE
 # Every catchable signal whose default action ends the process, but SIGINT.
 _NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
-TERMINATING: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, "SIG" + name)
-    for name in _NAMES.split()
-    if hasattr(signal, "SIG" + name)
-)
+TERMINATING = tuple(sig for sig in signal.Signals if sig.name[3:] in _NAMES.split())
 _HANDLED = (signal.SIGINT, *TERMINATING)
 Handler = Callable[[int, FrameType | None], None]
 _noted: list[int] | None = None  # signals held by `signals_held`; None outside
@@ -34,14 +30,10 @@ class Terminated(BaseException):
 
 
 class CommandStopped(Exception):
-    """A command stopped by a fault, told in one line."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        self.message, self.exit_code = message, exit_code
-        super().__init__(message)
+    """`CommandStopped(message, exit_code)`: a fault, told in one line."""
 
 
-def _install(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> dict[int, Any]:
+def install(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> dict[int, Any]:
     """`handler` for `signums` unless `signals_held` holds them; returns the
     handlers before."""
 
@@ -55,8 +47,9 @@ def _install(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> dict[int,
 
 
 @contextmanager
-def _handling(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> Iterator[None]:
-    previous = _install(handler, signums)
+def handling(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> Iterator[None]:
+    """`install`, until the block ends."""
+    previous = install(handler, signums)
     try:
         yield
     finally:
@@ -71,7 +64,7 @@ def _raise_signal(signum: int, _frame: FrameType | None) -> None:
 def signals_as_exceptions() -> AbstractContextManager[None]:
     """Signals raise `Terminated` (SIGINT KeyboardInterrupt, unless ignored)."""
     sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    return _handling(_raise_signal, _HANDLED if sigint else TERMINATING)
+    return handling(_raise_signal, _HANDLED if sigint else TERMINATING)
 
 
 @contextmanager
@@ -88,7 +81,10 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _exiting(message: Callable[[str], str], cleanup: Callable[[], object]) -> Handler:
+def exiting(message: Callable[[str], str], cleanup: Callable[[], object]) -> Handler:
+    """A handler: `cleanup`, `message(NAME)` on stderr, exit (for where asyncio
+    or threads could swallow an exception)."""
+
     def stop(signum: int, _frame: FrameType | None) -> None:
         for handled in _HANDLED:  # no second one during cleanup
             signal.signal(handled, signal.SIG_IGN)
@@ -100,19 +96,6 @@ def _exiting(message: Callable[[str], str], cleanup: Callable[[], object]) -> Ha
             os._exit(128 + signum)
 
     return stop
-
-
-def exit_on_signal(
-    message: Callable[[str], str], cleanup: Callable[[], object]
-) -> AbstractContextManager[None]:
-    """On a signal: `cleanup`, `message(NAME)`, exit (asyncio or threads
-    could swallow an exception)."""
-    return _handling(_exiting(message, cleanup))
-
-
-def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal exits at once, saying `message(NAME)`."""
-    _install(_exiting(message, lambda: None))
 
 
 def fault(error: BaseException) -> tuple[str, int] | None:

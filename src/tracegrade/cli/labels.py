@@ -52,12 +52,15 @@ def export(log: str, out: str | None, force: bool) -> None:
     diagnosis scores, 2 usage error or a file that cannot be written.
     """
     from ..label_logs import label_requests, stage_score
+    from ..labels import LabelsError
     from ..outputs import AtomicFile, check_output
 
     check_output(out, inputs=[log], option="--out", force=force)
     eval_log = _read_log(log)
-    with _refused_as_one_line():
+    try:
         lines = label_requests(eval_log)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
     _warn(log, eval_log, "exported")
     _warn_runs(
         [s for s in eval_log.samples or [] if stage_score(s) is None],
@@ -108,20 +111,13 @@ def apply(
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
     a file that cannot be written, or LOG changed while it was labelled.
     """
-    from ..outputs import (
-        AtomicFile,
-        OutputChanged,
-        OutputError,
-        check_output,
-        file_state,
-        is_stream,
-        not_written,
-    )
-    from ._failures import exit_on_signal, signals_held
+    from .. import outputs
+    from ..outputs import OutputError, file_state
+    from ._failures import exiting, handling, signals_held
 
     target = log if out is None else out
-    check_output(out, inputs=[log, labels_file], option="--out", force=force)
-    if out is not None and is_stream(out):
+    outputs.check_output(out, inputs=[log, labels_file], option="--out", force=force)
+    if out is not None and outputs.is_stream(out):
         raise OutputError(f"--out {out!r} is not a regular file; give a file")
     before = file_state(target) if os.path.exists(target) else None
 
@@ -135,38 +131,38 @@ def apply(
         f"{log!r} changed while its labels were applied (an eval or another "
         "program wrote it); nothing was written: run the command again"
     )
-    written = AtomicFile(target, binary=True, replace=force)
+    written = outputs.AtomicFile(target, binary=True, replace=force)
     # From the wait for the lock on, a signal ends the command at once.
-    with exit_on_signal(stopped_by, written.discard):
+    with handling(exiting(stopped_by, written.discard)):
         try:
             with _directory_locked(log):
                 read = file_state(log)
                 if target == log:  # replaced only if no other program rewrote it
                     written.unless_changed = read
-                labelled, outcomes = _labelled(log, labels_file, action, force)
+                labelled, runs = _labelled(log, labels_file, action, force)
                 named = target if target.endswith((".json", ".eval")) else log
                 try:  # what cannot be written is named, as for any output
-                    _write_log(written, labelled, named.endswith(".json"))
+                    _write_log(written, labelled, as_json=named.endswith(".json"))
                     if file_state(log) != read:
                         raise changed
                     with signals_held():  # no name left half claimed
                         written.commit()
                 except OSError as error:
-                    raise not_written(target, error) from None
-        except OutputChanged as error:
+                    raise outputs.not_written(target, error) from None
+        except BaseException as error:
             written.discard()
-            raise OutputError(f"{changed} ({error})") from None
-        except BaseException:
-            written.discard()
+            if isinstance(error, outputs.OutputChanged):
+                raise OutputError(f"{changed} ({error})") from None
             _quiet_zip_finaliser()
             raise
-    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+    click.echo(f"{runs}; log written to {target}", err=True)
 
 
 def _labelled(
     log: str, labels_file: str, action: ApplyAction, force: bool
-) -> tuple[EvalLog, dict[str, list[EvalSample]]]:
+) -> tuple[EvalLog, str]:
     from ..label_logs import apply_labels
+    from ..labels import LabelsError
 
     eval_log = _read_log(log)
     if eval_log.status == "started" and not force:
@@ -175,16 +171,30 @@ def _labelled(
             "would write over the labels when it does; wait until it ends, "
             "or pass --force"
         )
-    with _refused_as_one_line():
-        labelled = apply_labels(eval_log, labels_file, action=action)
+    try:
+        labelled, ids, epochs = apply_labels(eval_log, labels_file, action=action)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
     _warn(log, labelled, "labelled")
+    scores = labelled.results.scores if labelled.results else []
+    name = [s.name for s in scores if s.name.startswith("stage_diagnosis")][-1]
     outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
         outcomes.get("answer-label", []),
         f"of {log} have no label in {labels_file}",
         "they are answer-label",
     )
-    return labelled, outcomes
+    runs = f" ({ids} samples, {epochs} epochs)" if epochs > 1 else ""
+    said = [
+        f"{len(outcomes.pop('diagnosed', []))} of {len(labelled.samples or [])} "
+        f"runs{runs} labelled and diagnosed with the labels in {labels_file} as {name}"
+    ]
+    for kind in sorted(outcomes, key=[*_NOT_DIAGNOSED, *outcomes].index):
+        count = len(outcomes[kind])
+        has, needs = ("has", "needs") if count == 1 else ("have", "need")
+        words = _NOT_DIAGNOSED.get(kind, kind).format(has=has, needs=needs)
+        said.append(f"{count} {words}")
+    return labelled, "; ".join(said)
 
 
 def _write_log(written: AtomicFile, labelled: EvalLog, as_json: bool) -> None:
@@ -209,16 +219,6 @@ def _quiet_zip_finaliser() -> None:
             shown(unraisable)
 
     sys.unraisablehook = drop_zip_finaliser
-
-
-@contextmanager
-def _refused_as_one_line() -> Iterator[None]:
-    from ..labels import LabelsError
-
-    try:
-        yield
-    except LabelsError as error:
-        raise click.ClickException(str(error)) from error
 
 
 def _warn(log: str, eval_log: EvalLog, done: str) -> None:
@@ -247,32 +247,9 @@ _NOT_DIAGNOSED = {
 }
 
 
-def _summary(
-    labelled: EvalLog, outcomes: dict[str, list[EvalSample]], labels: str, target: str
-) -> str:
-    from ..label_logs import log_runs
-
-    ids, epochs = log_runs(labelled)
-    scores = labelled.results.scores if labelled.results else []
-    name = [s.name for s in scores if s.name.startswith("stage_diagnosis")][-1]
-    runs = f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else ""
-    said = [
-        f"{len(outcomes.get('diagnosed', []))} of {len(labelled.samples or [])} runs"
-        f"{runs} labelled and diagnosed with the labels in {labels} as {name}"
-    ]
-    order = [*_NOT_DIAGNOSED, *outcomes]
-    for kind in sorted(outcomes.keys() - {"diagnosed"}, key=order.index):
-        one = len(outcomes[kind]) == 1
-        words = _NOT_DIAGNOSED.get(kind, kind).format(
-            has="has" if one else "have", needs="needs" if one else "need"
-        )
-        said.append(f"{len(outcomes[kind])} {words}")
-    return "; ".join([*said, f"log written to {target}"])
-
-
 def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
-    """The runs by what the labels' score (the last one read from the file)
-    made of them: diagnosed, unlabelled (none needed), or its error kind."""
+    """The runs by what the last score read from the labels file (its name can
+    differ by run) made of them: diagnosed, unlabelled, or its error kind."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
@@ -283,7 +260,7 @@ def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
             for score in (sample.scores or {}).values()
             if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
         ]
-        if scores:  # a label found is in the score's record
+        if scores:
             record = (scores[-1].metadata or {}).get("record") or {}
             found = "diagnosed" if "correct" in record else "unlabelled"
             outcomes.setdefault(error_kind(scores[-1]) or found, []).append(sample)
