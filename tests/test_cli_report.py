@@ -33,9 +33,7 @@ def test_the_terminal_shows_every_table_within_its_width(
     offline_logs: OfflineLogs, report: Report, columns: int, verbose: bool
 ) -> None:
     """Rows name their eval by label, so the figures fit 80 columns."""
-    result = invoke(
-        str(offline_logs.log_dir), *["--verbose"] * verbose, columns=columns
-    )
+    result = invoke(str(offline_logs.log_dir), *["-v"] * verbose, columns=columns)
 
     assert result.exit_code == 0, result.output
     assert "95% Wilson score intervals" in result.stdout

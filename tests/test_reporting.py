@@ -243,14 +243,8 @@ def test_the_parts_of_a_run_are_one_eval_read_once(
     shutil.copyfile(stage_parts[0], copy)
     twice = build_report([*stage_parts, str(copy)])
     assert only_stage(twice) == only_stage(parts)
-    assert (
-        report_page(twice)
-        .summary[0]
-        .startswith(
-            "1 eval in 4 logs (1 log superseded by a newer copy of the same eval, "
-            "not counted), "
-        )
-    )
+    superseded = "(1 log superseded by a newer copy of the same eval, not counted), "
+    assert report_page(twice).summary[0].startswith(f"1 eval in 4 logs {superseded}")
 
 
 def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:

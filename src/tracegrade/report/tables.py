@@ -312,14 +312,8 @@ def report_tables(report: Report) -> list[Table]:
     return [table for table in tables if table.rows]
 
 
-def _figure(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def _median(rank: float | None) -> str:
-    if rank is None:
-        return "n/a"
-    return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
+def _figure(value: float | None, form: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, form)
 
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
@@ -332,7 +326,8 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         cut = losses.context
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
-        cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
+        median = _figure(cut.median_last_rank, ".1f").removesuffix(".0")
+        cuts.append(_row(s, cut.lost, median, cut.near_the_cut))
     return [_table("pipeline", steps), _table("cut", cuts)]
 
 
