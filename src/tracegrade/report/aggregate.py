@@ -330,11 +330,10 @@ class _Group:
         why = undiagnosed(tally.why)
         common = (*row, *runs, why)
         # Unscored runs first: they shrink the denominators of every figure.
-        errors = sorted(
-            self.errors.items(),
-            key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
+        counts = sorted(
+            (ErrorCount(kind, side, n) for (kind, side), n in self.errors.items()),
+            key=lambda e: (e.side not in UNSCORED_SIDES, -e.count, e.kind),
         )
-        counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
         if self.kind == STAGE_SCORER:
             missed, required = ranked(ids["missed"]), ids["required"]
             recall, precision = tally.recall, tally.precision
