@@ -239,8 +239,7 @@ class MarkdownPage:
         if not table.rows:
             return
         align = ["---:" if numeric else "---" for numeric in table.numeric]
-        head = f"### {escape(table.title)}\n\n{_row(table.columns)}"
-        head += "| " + " | ".join(align) + " |\n"
+        head = f"### {escape(table.title)}\n\n{_row(table.columns)}{_row(align)}"
         tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
         notes = "".join(_items(table.notes))
         rows = list(map(_row, table.rows))
