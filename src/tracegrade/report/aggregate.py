@@ -26,7 +26,7 @@ from ..schema import (
     read_stage,
 )
 from .results import ResultsDataset, read_results, split_paths
-from .runs import NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, ranked, undiagnosed
+from .runs import SAMPLE_ERROR, AllRuns, Undiagnosed, ranked, undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
@@ -263,6 +263,7 @@ class _Group:
     statuses: set[str] = field(default_factory=set)
     epochs: set[int] = field(default_factory=set)
     all: AllRuns = field(default_factory=AllRuns)
+    not_run: int = 0  # apart from why["not-run"], which a row's error kind may say
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     ids: defaultdict[str, Counter[str]] = field(
         default_factory=lambda: defaultdict(Counter)
@@ -323,8 +324,9 @@ class _Group:
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
         tally, ids = self.all, self.ids
         status = min(self.statuses - {"success"}, default="success")
-        not_run = tally.why[NOT_RUN]
-        samples = tally.runs - not_run if self.clusters is None else len(self.clusters)
+        samples = (
+            tally.runs - self.not_run if self.clusters is None else len(self.clusters)
+        )
         row = self.evals, self.task, self.model, self.score, status
         runs = sorted(self.epochs), samples, tally.runs, tally.diagnosed
         why = undiagnosed(tally.why)
@@ -431,6 +433,7 @@ class _Counted:
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
                 group.all.none(errored, unscored, not_run)
+                group.not_run += not_run
                 if errored:
                     group.errors[SAMPLE_ERROR, "run"] += errored
                 for sample_id, _, _ in scores.scoreless or []:
