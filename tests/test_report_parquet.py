@@ -140,10 +140,9 @@ def test_files_that_are_not_one_runs_results_are_named(
         file.write_text("id,stage\n")
     elif given == "two tasks":
         for number, task in enumerate(TASKS):
+            part = tmp_path / f"part-{number}.parquet"
             table = records_table(random_records(task, 5, seed=1), task)
-            pq.write_table(
-                score_table(table, task), tmp_path / f"part-{number}.parquet"
-            )
+            pq.write_table(score_table(table, task), part)
     else:
         stage_results(file, [True] * 20)
         if given == "no pyarrow":
