@@ -80,7 +80,7 @@ def eval_warnings(report: Report) -> list[str]:
                 "only the parts read."
             )
         elif e.status != "success":
-            not_run = sum(logs[path].not_run for path in e.logs if path in logs)
+            not_run = sum(logs[path].not_run for path in e.logs)
             never = f"; the {plural(not_run, 'sample-epoch')} it never ran count as "
             never += "runs not diagnosed"
             warnings.append(
