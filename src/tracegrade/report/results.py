@@ -250,7 +250,7 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     elif lost is None:
         raise InvalidScore(f"column lost must be set where steps is, on a {stage} row")
     score = (stage, error, recall, precision, required, missing, correct, lost)
-    return StageScore(*score, None, steps, size if steps is not None else None)
+    return StageScore(*score, None, steps, size)  # size is null where steps is
 
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
