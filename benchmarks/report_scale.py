@@ -1,14 +1,8 @@
 """`tracegrade report` on 100,000 samples in one log, and 1,000,000 in parts.
 
-The logs are written by `tracegrade score` (the pooled case split by
-`--part-size`), and each report runs as a subprocess through
-`measure.run_measured`, so start-up counts and its peak is its own. Its
-figures are checked against the scored results: a fast wrong report means
-nothing. `--baseline REV` also runs git revision REV's `src/` on the single
-log, in `--repeat` alternating pairs, so that drift falls on both sides.
-
-    python benchmarks/report_scale.py [--samples 100000] [--pooled 1000000]
-        [--part-size 75000] [--repeat 3] [--baseline REV] [--json OUT]
+Each report is a measured subprocess (`measure.run_measured`), its figures
+checked against the scored results; `--baseline REV` also runs revision REV's
+`src/` on the one log, in `--repeat` pairs whose order alternates.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 from plotly.offline import get_plotlyjs
 
-from tests import test_reporting
+from tests import test_reporting, test_steps
 from tests.support import OfflineLogs
 from tracegrade.cli import main
 from tracegrade.report.aggregate import Report
@@ -21,6 +21,7 @@ from tracegrade.scorers.explain import show_id
 
 # The offline tasks' report and parts, once for both files.
 report, stage_parts = test_reporting.report, test_reporting.stage_parts
+pipeline_log = test_steps.pipeline_log
 
 
 def invoke(*args: str, columns: int = 250) -> Result:
@@ -33,9 +34,7 @@ def test_the_terminal_shows_every_table_within_its_width(
     offline_logs: OfflineLogs, report: Report, columns: int, verbose: bool
 ) -> None:
     """Rows name their eval by label, so the figures fit 80 columns."""
-    result = invoke(
-        str(offline_logs.log_dir), *["--verbose"] * verbose, columns=columns
-    )
+    result = invoke(str(offline_logs.log_dir), *["-v"] * verbose, columns=columns)
 
     assert result.exit_code == 0, result.output
     assert "95% Wilson score intervals" in result.stdout
@@ -72,7 +71,6 @@ def test_top_limits_the_ids(offline_logs: OfflineLogs, report: Report) -> None:
 
 
 def chart_data(page: str, chart: str) -> list[dict[str, Any]]:
-    """The traces plotly is given for the chart div `chart`."""
     call = re.search(rf'Plotly\.newPlot\(\s*"{chart}",\s*', page)
     assert call is not None, chart
     traces, _ = json.JSONDecoder().raw_decode(page, call.end())
@@ -121,6 +119,13 @@ def test_json_is_the_report_and_html_one_self_contained_file_that_plots_it(
         assert list(zip(chart["x"], chart["y"], strict=True)) == [
             (plot_text(show_id(i)), count) for i, count in ids
         ]
+
+
+def test_the_pipeline_tables_read_as_the_docs_show(pipeline_log: Any) -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "pipeline-steps.md").read_text()
+    rows = {line.strip() for line in docs.splitlines() if "| E1 |" in line}
+    shown = invoke(str(pipeline_log[0]), "--markdown").stdout.splitlines()
+    assert len(rows) == 4 and rows <= set(shown)
 
 
 def test_logs_under_a_linked_directory_are_read_once(

@@ -21,7 +21,7 @@ from tracegrade import score_table
 from tracegrade.report.results import MODEL, TASK
 from tracegrade.table import records_table
 
-TASKS = ["stage_diagnosis", "ordered_extraction"]
+STAGE, EXTRACTION = TASKS = ["stage_diagnosis", "ordered_extraction"]
 RECORDS = 300  # every case `random_records` draws ten times or more
 ENGINE_FILE_ROWS = 250
 # What identifies an eval rather than what was counted in it.
@@ -140,10 +140,9 @@ def test_files_that_are_not_one_runs_results_are_named(
         file.write_text("id,stage\n")
     elif given == "two tasks":
         for number, task in enumerate(TASKS):
+            part = tmp_path / f"part-{number}.parquet"
             table = records_table(random_records(task, 5, seed=1), task)
-            pq.write_table(
-                score_table(table, task), tmp_path / f"part-{number}.parquet"
-            )
+            pq.write_table(score_table(table, task), part)
     else:
         stage_results(file, [True] * 20)
         if given == "no pyarrow":
@@ -156,24 +155,31 @@ def test_files_that_are_not_one_runs_results_are_named(
 
 
 @pytest.mark.parametrize(
-    ("column", "value", "said"),
+    ("task", "cells", "said"),
     [
-        ("recall", 1.5, "column recall must be null or a share"),
-        ("stage", "lost", "column stage must be one of"),
-        ("error_side", "model", "column error_side must be one of"),
+        (STAGE, {"recall": 1.5}, "column recall must be null or a share"),
+        (STAGE, {"stage": "lost"}, "column stage must be one of"),
+        (STAGE, {"error_side": "model", "error_kind": "x"}, "error_side must be one"),
+        (STAGE, {"error_side": "answer", "error_kind": ""}, "error_kind must be a"),
+        (STAGE, {"error_side": "data", "error_kind": "x"}, "stage must be null on an"),
+        (STAGE, {"required": None}, "column required must be a list of IDs, got null"),
+        (STAGE, {"labelled_correct": None}, "labelled_correct must be true or false"),
+        (STAGE, {"recall": None}, "column recall must be a share where stage is"),
+        (STAGE, {"steps": [{"name": "", "ids": []}]}, "column steps[0].name"),
+        (STAGE, {"context_size": None}, "context_size must be a count of IDs where"),
+        (STAGE, {"lost": None}, "column lost must be set where steps is, on a"),
+        (EXTRACTION, {"membership": None}, "membership and order must be true or"),
+        (EXTRACTION, {"order": True}, "column order is true where membership is false"),
     ],
 )
 def test_a_cell_no_result_holds_is_named_by_file_row_and_column(
-    tmp_path: Path, column: str, value: Any, said: str
+    tmp_path: Path, task: str, cells: dict[str, Any], said: str
 ) -> None:
-    table = score_table(
-        records_table(random_records("stage_diagnosis", 40, seed=4), "stage_diagnosis")
-    )
+    table = score_table(records_table(random_records(task, 40, seed=4), task), task)
     rows = table.to_pylist()
-    row = next(number for number, row in enumerate(rows) if row["stage"] == "retrieval")
-    rows[row][column] = value
-    if column == "error_side":
-        rows[row]["error_kind"] = "answer-label"
+    # Seed 4: a retrieval row with steps; a graded, unordered row with a source.
+    row = next(n for n, r in enumerate(rows) if r.get("stage", r.get("source")))
+    rows[row].update(cells)
     file = tmp_path / "part-0.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
 

@@ -39,8 +39,6 @@ from tracegrade.tasks import replay
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
-# Inspect names .json logs it lists by this pattern (a timestamp first).
-JSON_LOG_NAME = "2026-01-01T00-00-00+00-00_{}.json"
 
 
 def ranked(counter: Counter[str], top: int = 10) -> list[tuple[str, int]]:
@@ -243,14 +241,8 @@ def test_the_parts_of_a_run_are_one_eval_read_once(
     shutil.copyfile(stage_parts[0], copy)
     twice = build_report([*stage_parts, str(copy)])
     assert only_stage(twice) == only_stage(parts)
-    assert (
-        report_page(twice)
-        .summary[0]
-        .startswith(
-            "1 eval in 4 logs (1 log superseded by a newer copy of the same eval, "
-            "not counted), "
-        )
-    )
+    superseded = "(1 log superseded by a newer copy of the same eval, not counted), "
+    assert report_page(twice).summary[0].startswith(f"1 eval in 4 logs {superseded}")
 
 
 def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
@@ -275,7 +267,8 @@ def rewritten(
             k: v for k, v in metadata.items() if k not in given or v is not None
         }
     sample.scores[key] = logged.model_copy(update=changes)
-    path = tmp_path / JSON_LOG_NAME.format(f"rewritten-{sample_id}")
+    # Inspect lists .json logs named so: a timestamp first.
+    path = tmp_path / f"2026-01-01T00-00-00+00-00_rewritten-{sample_id}.json"
     write_eval_log(log, str(path))
     return str(path)
 
@@ -320,7 +313,6 @@ def test_a_malformed_score_names_the_sample(
 
 
 def test_wilson_interval_is_scipys() -> None:
-    """The report computes the interval itself; scipy's is the reference."""
     from scipy.stats import binomtest  # type: ignore[import-untyped]
 
     for trials in [1, 2, 7, 29, 263, 99_999]:
@@ -350,9 +342,6 @@ def test_effective_trials_lie_between_the_samples_and_the_runs(
     assert effective_trials(clusters) == effective
 
 
-EPOCHS = 2
-
-
 def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
     """Streamed, and read whole by the reference reader, validated by Inspect."""
     return build_report(paths, top=top), build_report(
@@ -366,7 +355,7 @@ def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
 def epoch_runs(
     two_epoch_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, list[str]]:
-    """Both tasks over `EPOCHS` epochs; the .json logs rewritten from .eval,
+    """Both tasks over two epochs; the .json logs rewritten from .eval,
     a sample of each with another scorer's NaN."""
     json_dir = tmp_path_factory.mktemp("epochs-json")
     made: dict[str, list[str]] = {"eval": [], "json": []}
@@ -390,7 +379,7 @@ def test_streamed_report_equals_the_whole_log_report(
 
     assert streamed == whole
     assert {s.runs for s in streamed.stage_diagnosis} != {0}
-    assert [s.epochs for s in streamed.stage_diagnosis] == [[EPOCHS]]
+    assert [s.epochs for s in streamed.stage_diagnosis] == [[2]]
     assert streamed.ordered_extraction[0].itemised > 0
     if form == "json":  # NaN, as Inspect writes it, is read as Inspect reads it
         assert all(b"NaN" in Path(log).read_bytes() for log in epoch_runs[form])

@@ -26,7 +26,7 @@ from ..schema import (
     read_stage,
 )
 from .results import ResultsDataset, read_results, split_paths
-from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, undiagnosed
+from .runs import SAMPLE_ERROR, AllRuns, Undiagnosed, ranked, undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
@@ -76,10 +76,9 @@ class Proportion:
         if total == 0:
             return cls(count, 0, None, None, None)
         share = count / total
-        if all(size == 1 for _, size in clusters):
-            return cls(count, total, share, *wilson(share, total))
-        effective = effective_trials(clusters)
-        return cls(count, total, share, *wilson(share, effective), effective)
+        clustered = any(size != 1 for _, size in clusters)
+        effective = effective_trials(clusters) if clustered else None
+        return cls(count, total, share, *wilson(share, effective or total), effective)
 
 
 @dataclass(frozen=True)
@@ -252,11 +251,6 @@ def report_evals(
     )
 
 
-def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
-    """Most frequent first; ties in code point order, so the list is stable."""
-    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-
-
 @dataclass
 class _Group:
     """One row's counters, and per sample its outcomes when clustered."""
@@ -269,7 +263,7 @@ class _Group:
     statuses: set[str] = field(default_factory=set)
     epochs: set[int] = field(default_factory=set)
     all: AllRuns = field(default_factory=AllRuns)
-    not_run: int = 0
+    not_run: int = 0  # apart from why["not-run"], which a row's error kind may say
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     ids: defaultdict[str, Counter[str]] = field(
         default_factory=lambda: defaultdict(Counter)
@@ -318,18 +312,6 @@ class _Group:
         if self.clusters is not None:
             self.clusters[sample].update(outcomes)
 
-    def none(self, errored: int, unscored: int, not_run: int) -> None:
-        """Runs with no score at all, counted by why."""
-        runs = {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
-        total = sum(runs.values())
-        self.all.runs += total
-        self.all.why.update(runs)
-        self.all.without_recall += total
-        self.all.without_precision += total
-        if errored:
-            self.errors[SAMPLE_ERROR, "run"] += errored
-        self.not_run += not_run
-
     def share(self, outcome: str, population: str) -> Proportion:
         clusters = [
             (counts[outcome], counts[population])
@@ -350,13 +332,12 @@ class _Group:
         why = undiagnosed(tally.why)
         common = (*row, *runs, why)
         # Unscored runs first: they shrink the denominators of every figure.
-        errors = sorted(
-            self.errors.items(),
-            key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
+        counts = sorted(
+            (ErrorCount(kind, side, n) for (kind, side), n in self.errors.items()),
+            key=lambda e: (e.side not in UNSCORED_SIDES, -e.count, e.kind),
         )
-        counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
         if self.kind == STAGE_SCORER:
-            missed, required = _ranked(ids["missed"]), ids["required"]
+            missed, required = ranked(ids["missed"]), ids["required"]
             recall, precision = tally.recall, tally.precision
             return StageSummary(
                 *common,
@@ -372,7 +353,7 @@ class _Group:
                 len(missed),
                 self.pipeline.summary(),
             )
-        dropped, invented = _ranked(ids["dropped"]), _ranked(ids["invented"])
+        dropped, invented = ranked(ids["dropped"]), ranked(ids["invented"])
         return ExtractionSummary(
             *common,
             tally.figures(("membership", "order")),
@@ -451,7 +432,10 @@ class _Counted:
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
-                group.none(errored, unscored, not_run)
+                group.all.none(errored, unscored, not_run)
+                group.not_run += not_run
+                if errored:
+                    group.errors[SAMPLE_ERROR, "run"] += errored
                 for sample_id, _, _ in scores.scoreless or []:
                     key = self.sample(group, label, sample_id)
                     if group.clusters is not None:

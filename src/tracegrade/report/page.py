@@ -136,13 +136,9 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
     unbounded = console.options.update_width(sys.maxsize)
     # Whole cells if either spacing fits them, else wrapped, else records.
     tables = [_rich_table(shown, tight=tight) for tight in (False, True)]
-    sizes = [Measurement.get(console, unbounded, table) for table in tables]
-    fitting = [
-        t
-        for bound in ("maximum", "minimum")
-        for t, size in zip(tables, sizes, strict=True)
-        if getattr(size, bound) <= console.width
-    ]
+    sizes = [(Measurement.get(console, unbounded, t), t) for t in tables]
+    fitting = [t for size, t in sizes if size.maximum <= console.width]
+    fitting += [t for size, t in sizes if size.minimum <= console.width]
     if fitting:
         console.print(fitting[0])
     for row in [] if fitting else shown.rows:
@@ -243,8 +239,7 @@ class MarkdownPage:
         if not table.rows:
             return
         align = ["---:" if numeric else "---" for numeric in table.numeric]
-        head = f"### {escape(table.title)}\n\n{_row(table.columns)}"
-        head += "| " + " | ".join(align) + " |\n"
+        head = f"### {escape(table.title)}\n\n{_row(table.columns)}{_row(align)}"
         tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
         notes = "".join(_items(table.notes))
         rows = list(map(_row, table.rows))

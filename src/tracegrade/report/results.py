@@ -111,34 +111,30 @@ def open_results(path: str, files: list[str]) -> ResultsDataset:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
         except pa.ArrowException as error:
             raise ResultsError(f"{file!r} is not a Parquet file ({error})") from None
-        kinds.append(_kind(file, set(dataset.schema.names)))
+        names = set(dataset.schema.names)
+        if "stage" not in names and "membership" not in names:
+            raise ResultsError(
+                f"{file!r} is not tracegrade results: it has no column 'stage' "
+                f"({STAGE_SCORER}) or 'membership' ({EXTRACTION_SCORER})"
+            )
+        scorer = STAGE_SCORER if "stage" in names else EXTRACTION_SCORER
+        steps = scorer == STAGE_SCORER and not names.isdisjoint(STEP_COLUMNS)
+        for column in (*COLUMNS[scorer], *(STEP_COLUMNS if steps else ())):
+            if column not in names:
+                raise ResultsError(
+                    f"{file!r} has no column {column!r}, which {scorer} results "
+                    f"{'with steps ' * steps}have; results written before tracegrade "
+                    "read them back lack it: score the records again"
+                )
+        kinds.append(scorer + " (with steps)" * steps)
         if kinds[-1] != kinds[0]:
             raise ResultsError(
                 f"{file!r} holds {kinds[-1]} results, but {files[0]!r} holds "
                 f"{kinds[0]}; one directory of results is one run: report each apart"
             )
     created = datetime.fromtimestamp(newest, timezone.utc).isoformat()
-    scorer, _, steps = kinds[0].partition(" ")
-    return ResultsDataset(path, tuple(files), scorer, bool(steps), rows, created)
-
-
-def _kind(file: str, names: set[str]) -> str:
-    """The results' scorer, and " (with steps)" when they have those columns."""
-    if "stage" not in names and "membership" not in names:
-        raise ResultsError(
-            f"{file!r} is not tracegrade results: it has no column 'stage' "
-            f"({STAGE_SCORER}) or 'membership' ({EXTRACTION_SCORER})"
-        )
-    scorer = STAGE_SCORER if "stage" in names else EXTRACTION_SCORER
-    steps = scorer == STAGE_SCORER and not names.isdisjoint(STEP_COLUMNS)
-    for column in (*COLUMNS[scorer], *(STEP_COLUMNS if steps else ())):
-        if column not in names:
-            raise ResultsError(
-                f"{file!r} has no column {column!r}, which {scorer} results "
-                f"{'with steps ' * steps}have; results written before tracegrade "
-                "read them back lack it: score the records again"
-            )
-    return scorer + " (with steps)" * steps
+    # Every file's kind is the first's: the last file's scorer and steps are all's.
+    return ResultsDataset(path, tuple(files), scorer, steps, rows, created)
 
 
 def read_results(
@@ -254,7 +250,7 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     elif lost is None:
         raise InvalidScore(f"column lost must be set where steps is, on a {stage} row")
     score = (stage, error, recall, precision, required, missing, correct, lost)
-    return StageScore(*score, None, steps, size if steps is not None else None)
+    return StageScore(*score, None, steps, size)  # size is null where steps is
 
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:

@@ -25,10 +25,13 @@ def plural(count: int, one: str) -> str:
     return f"{count} {one}{'s' * (count != 1)}"
 
 
+def ranked(counts: Counter[str]) -> list[tuple[str, int]]:
+    """Most first; ties in code point order, so the list is stable."""
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
 def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
-    """Most first; ties by why, so the list is stable."""
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return [Undiagnosed(why, count) for why, count in ranked if count]
+    return [Undiagnosed(why, count) for why, count in ranked(counts) if count]
 
 
 def why_text(items: list[Undiagnosed]) -> str:
@@ -112,17 +115,22 @@ class AllRuns:
         elif not diagnosed:
             self.without_precision += 1
 
+    def none(self, errored: int, unscored: int, not_run: int) -> None:
+        """Runs with no score at all, counted by why."""
+        runs = {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
+        total = sum(runs.values())
+        self.runs += total
+        self.why.update(runs)
+        self.without_recall += total
+        self.without_precision += total
+
     def figures(self, names: tuple[str, ...]) -> dict[str, float | None]:
         """The figures over all runs `--fail-under` checks, of `names`."""
-        sums = {
-            "context_recall": (self.recall, self.without_recall),
-            "context_precision": (self.precision, self.without_precision),
-        }
-        found: dict[str, float | None] = {}
-        for name in names:
-            if name in sums:
-                total, without = sums[name]
-                found[name] = total.mean(total.count + without)
-            else:
-                found[name] = self.outcomes[name] / self.runs if self.runs else None
-        return found
+        return {name: self._figure(name) for name in names}
+
+    def _figure(self, name: str) -> float | None:
+        if name == "context_recall":
+            return self.recall.mean(self.recall.count + self.without_recall)
+        if name == "context_precision":
+            return self.precision.mean(self.precision.count + self.without_precision)
+        return self.outcomes[name] / self.runs if self.runs else None

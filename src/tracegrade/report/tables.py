@@ -80,7 +80,7 @@ def eval_warnings(report: Report) -> list[str]:
                 "only the parts read."
             )
         elif e.status != "success":
-            not_run = sum(logs[path].not_run for path in e.logs if path in logs)
+            not_run = sum(logs[path].not_run for path in e.logs)
             never = f"; the {plural(not_run, 'sample-epoch')} it never ran count as "
             never += "runs not diagnosed"
             warnings.append(
@@ -89,36 +89,31 @@ def eval_warnings(report: Report) -> list[str]:
     return warnings
 
 
-def _summary_line(report: Report) -> str:
+def report_page(report: Report) -> Page:
+    """The page: verdict, what was read, headlines, warnings, tables."""
     evals, logs = len(report.evals), len(report.logs) + len(report.superseded)
-    text = f"{plural(evals, 'eval')} in {plural(logs, 'log')}"
-    text += ", pooled by task, model and score" * report.pooled
+    read = f"{plural(evals, 'eval')} in {plural(logs, 'log')}"
+    read += ", pooled by task, model and score" * report.pooled
     note = superseded_note(report.superseded)
-    text += f" ({note})" if note else ""
+    read += f" ({note})" if note else ""
     samples = sum(log.samples for log in report.logs)
-    text += (
+    read += (
         f", {samples} sample-epochs. Counted per {report.unit}; [low, high] are "
         f"{round(100 * report.confidence)}% Wilson score intervals"
     )
     if any(s.epochs != [1] for s in report.summaries):
-        text += (
+        read += (
             ", with the sample as the cluster where it ran several epochs "
             "(its epochs are not independent evidence)"
         )
-    return text + "."
-
-
-def report_page(report: Report) -> Page:
-    """The page: verdict, what was read, headlines, warnings, tables."""
+    read += "."
     checks = report.thresholds
     failed = [check for check in checks if not check.met]
     rule = f"(--fail-under, {OVER_ALL_RUNS})."
     verdict = ["No gate asked", "no --fail-under threshold: the report gates nothing"]
     if failed:
-        verdict = [
-            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met {rule}"
-        ]
-        verdict += [f"Not met: {threshold_line(check)}." for check in failed]
+        head = f"Gate failed: {len(failed)} of {len(checks)} thresholds not met {rule}"
+        verdict = [head, *(f"Not met: {threshold_line(check)}." for check in failed)]
     elif checks:
         verdict = [f"Gate passed: all {len(checks)} thresholds met {rule}"]
     return Page(
@@ -126,7 +121,7 @@ def report_page(report: Report) -> Page:
         verdict=verdict[0],
         reasons=verdict[1:],
         failed=bool(failed) if checks else None,
-        summary=[_summary_line(report)],
+        summary=[read],
         headlines=[headline(s) for s in report.summaries],
         warnings=eval_warnings(report),
         sections=[Section(None, report_tables(report))],
@@ -312,14 +307,8 @@ def report_tables(report: Report) -> list[Table]:
     return [table for table in tables if table.rows]
 
 
-def _figure(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def _median(rank: float | None) -> str:
-    if rank is None:
-        return "n/a"
-    return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
+def _figure(value: float | None, form: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, form)
 
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
@@ -332,7 +321,8 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         cut = losses.context
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
-        cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
+        median = _figure(cut.median_last_rank, ".1f").removesuffix(".0")
+        cuts.append(_row(s, cut.lost, median, cut.near_the_cut))
     return [_table("pipeline", steps), _table("cut", cuts)]
 
 
@@ -340,11 +330,10 @@ def _evals_table(report: Report) -> Table:
     logs = {log.path: log for log in report.logs}
     rows, notes = [], []
     for e in report.evals:
-        read = [logs[path] for path in e.logs]
-        samples = sum(log.samples for log in read)
-        no_score = sum(log.samples_without_tracegrade_score for log in read)
-        rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
-        rows[-1] += [str(samples), str(no_score)]
+        samples = sum(logs[path].samples for path in e.logs)
+        no_score = sum(logs[path].samples_without_tracegrade_score for path in e.logs)
+        counts = e.epochs, samples, no_score
+        rows.append([e.label, e.task, e.model, e.status, *map(str, counts)])
         many = f"{len(e.logs)} parts, {e.logs[0]} to {e.logs[-1]}"
         notes.append(f"{e.label}: {many if len(e.logs) > 2 else ' and '.join(e.logs)}")
     caption = (
