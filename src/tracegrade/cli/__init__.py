@@ -64,8 +64,7 @@ class _Group(click.Group):
                 message = f"tracegrade: {message}"
         finally:
             if self.ending_handled:  # from now on a signal exits at once
-                said = lambda name: _stopped_message(f"stopped by {name}")  # noqa: E731
-                install(exiting(said, lambda: None))
+                install(exiting(_stopped_by, lambda: None))
         click.echo(message, err=True)
         ctx.exit(exit_code)
 
@@ -77,6 +76,10 @@ def _stopped_message(stopped: str) -> str:
         was = "was" if len(written) == 1 else "were"
         message += f"; {', '.join(written)} {was} written"
     return message
+
+
+def _stopped_by(name: str) -> str:
+    return _stopped_message(f"stopped by {name}")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
