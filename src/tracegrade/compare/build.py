@@ -62,10 +62,6 @@ class Comparison(dict[str, Any]):
 
     spools: Spools
 
-    @property
-    def pairs(self) -> list[dict[str, Any]]:
-        return list(self["pairs"])
-
     def write_json(self, out: IO[str]) -> None:
         """`json.dumps(indent=2)`; a long list's items a line each, read as written."""
         spools: list[Spool] = []
@@ -76,18 +72,17 @@ class Comparison(dict[str, Any]):
             return f"{token}{len(spools) - 1}"
 
         text = json.dumps(self, indent=2, allow_nan=False, default=marked)
-        parts = re.split(f'"{token}(\\d+)"', text)
-        for index, part in enumerate(parts):
-            if index % 2 == 0:
-                out.write(part)
-                continue
-            line = parts[index - 1].rsplit("\n", 1)[-1]
+        before, *parts = re.split(f'"{token}(\\d+)"', text)
+        out.write(before)
+        for number, after in zip(parts[::2], parts[1::2], strict=True):
+            line = before.rsplit("\n", 1)[-1]
             indent = "\n" + " " * (len(line) - len(line.lstrip(" ")))
             separator = "["
-            for item in spools[int(part)].json_items():
+            for item in spools[int(number)].json_items():
                 out.write(f"{separator}{indent}  {item}")
                 separator = ","
-            out.write("[]" if separator == "[" else f"{indent}]")
+            out.write(("[]" if separator == "[" else f"{indent}]") + after)
+            before = after
         out.write("\n")
 
     def close(self) -> None:
@@ -177,12 +172,10 @@ def _checked(
     gates: Sequence[str],
     thresholds: Sequence[limits.Threshold],
 ) -> list[limits.ThresholdCheck]:
-    found = [pairing.PASS_GATE]
     # The figures a `--gate` can name: those some pair had in BASE.
     figures = [f for p in pairs for c in p[STAGE] for f in c["figures"]]
-    found += dict.fromkeys(
-        gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"]
-    )
+    named = (gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"])
+    found = [pairing.PASS_GATE, *dict.fromkeys(named)]
     if unknown := [name for name in gates if name not in found]:
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
@@ -195,7 +188,7 @@ def _checked(
             where = (f"NEW {new['name']}", new["task"], new["model"], c["score"])
             runs = (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"])
             targets.append(limits.Target(*where, c["kind"], *runs))
-    return limits.check_thresholds(thresholds, targets) if thresholds else []
+    return limits.check_thresholds(thresholds, targets)
 
 
 def _side(

@@ -39,13 +39,10 @@ _OVER_ALL_RUNS: Final = {
     STAGE: ("pass", "context_recall", "context_precision"),
     EXTRACTION: ("membership", "order"),
 }
-_LISTS: Final = {
+# The lists of changed pairs, besides lost runs.
+LISTS: Final = {
     STAGE: ["regressions", "fixes"],
-    EXTRACTION: [
-        f"{change}_{outcome}"
-        for outcome in ("membership", "order")
-        for change in ("lost", "gained")
-    ],
+    EXTRACTION: ["lost_membership", "gained_membership", "lost_order", "gained_order"],
 }
 SampleKey = tuple[int | str, int]
 
@@ -142,7 +139,7 @@ class _Score:
         self.newly_found: Counter[str] = Counter()
         self.new_runs = AllRuns()
         self.worse = self.better = self.ids_compared = 0
-        lists = ["only_in_new", "lost_runs", *_LISTS[kind]]
+        lists = ["only_in_new", "lost_runs", *LISTS[kind]]
         self.lists = {name: spools.new() for name in lists}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]

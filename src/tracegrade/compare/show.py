@@ -13,7 +13,7 @@ from ..report.runs import Undiagnosed, plural, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
 from .build import SIDES, Comparison, lost_entries
-from .pairing import EXTRACTION, STAGE, lost_text
+from .pairing import EXTRACTION, LISTS, STAGE, lost_text
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"
@@ -48,17 +48,11 @@ _LEGEND = {
     "evals": "An eval is a log, the newest of a retried eval, or the parts of "
     "a split run; evals pair by task and model.",
 }
-# Each list of changed pairs: its key, title and what it holds.
-_LISTS = {
-    STAGE: [
-        ("regressions", "Regressions", f" (pass {ARROW} retrieval or generation)"),
-        ("fixes", "Fixes", " (now pass)"),
-    ],
-    EXTRACTION: [
-        (f"{change}_{what}", f"{change.capitalize()} {what}", "")
-        for what in ("membership", "order")
-        for change in ("lost", "gained")
-    ],
+# What a list of changed pairs holds, after its title.
+_ABOUT = {
+    "lost_runs": " (a result in BASE, none in NEW)",
+    "regressions": f" (pass {ARROW} retrieval or generation)",
+    "fixes": " (now pass)",
 }
 
 
@@ -159,10 +153,9 @@ def _pair_tables(
     first += [_tests(tests, alpha), _figures(figures)]
     notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
     notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
-    lost = ("lost_runs", "Lost results", " (a result in BASE, none in NEW)")
-    lists = [(c, *lost) for c in scores]
-    lists += [(c, *listed) for c in scores for listed in _LISTS[c["kind"]]]
-    rest = [_changes(*listed, show, option) for listed in lists]
+    lists = [(c, "lost_runs") for c in scores]
+    lists += [(c, key) for c in scores for key in LISTS[c["kind"]]]
+    rest = [_changes(c, key, show, option) for c, key in lists]
     rest += [_ids(c, show, option) for c in pair[STAGE]]
     rest += [_one_run(scores, show, option), _logs(pair)]
     return [t for t in first if t.rows], [t for t in rest if t.rows], notes
@@ -285,9 +278,7 @@ def _ids_text(ids: list[str] | None) -> str:
     return "" if ids is None else list_ids(ids) if ids else "none"
 
 
-def _changes(
-    c: dict[str, Any], key: str, title: str, about: str, show: int, option: str
-) -> Table:
+def _changes(c: dict[str, Any], key: str, show: int, option: str) -> Table:
     stage = c["kind"] == STAGE
     brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     brief += ["missing in BASE", "missing in NEW"] if stage else []
@@ -304,8 +295,9 @@ def _changes(
         map(row, c[key]), len(c[key]), ("pair", "pairs"), show, option
     )
     name = "lost" if key == "lost_runs" else key.replace("_", "-")
+    title = "Lost results" if key == "lost_runs" else key.replace("_", " ").capitalize()
     columns = [*brief, "BASE explanation", "NEW explanation"]
-    title = f"{title}: {c['score']}{about}"
+    title = f"{title}: {c['score']}{_ABOUT.get(key, '')}"
     return Table(
         f"{name}-{c['score']}", title, caption, columns, shown, brief=brief, cut=cut
     )
