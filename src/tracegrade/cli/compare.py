@@ -129,10 +129,7 @@ def compare(
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare import show
-    from ..compare.build import UnknownGate, compare_evals
-    from ..compare.pairing import CompareError
-    from ..compare.spool import InvalidChunk
+    from ..compare import build, pairing, show, spool
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import AtomicFile, check_output
@@ -154,7 +151,7 @@ def compare(
         check_output(html, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for run in runs)
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
-            result = compare_evals(
+            result = build.compare_evals(
                 *(base, sides[0], new, sides[1]),
                 alpha=alpha,
                 task=task,
@@ -165,9 +162,9 @@ def compare(
                 asked=asked,
                 on_log_read=on_log_read,
             )
-    except (LogError, CompareError, InvalidChunk) as error:
+    except (LogError, pairing.CompareError, spool.InvalidChunk) as error:
         raise click.ClickException(str(error)) from error
-    except (InvalidThreshold, UnknownGate) as error:
+    except (InvalidThreshold, build.UnknownGate) as error:
         raise click.UsageError(str(error)) from error
     with closing(result):
         if html_path is not None:

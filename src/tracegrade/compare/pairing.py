@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from ..core.errors import quote
 from ..report.runs import AllRuns, ExactSum, plural, undiagnosed
-from .spool import Spool, Spools
+from .spool import Spools
 from .stats import figure_test, paired_test
 
 STAGE: Final = "stage_diagnosis"
@@ -129,17 +129,19 @@ class _Tally:
 
 
 class _Score:
-    """One score counted as NEW is read; its changed pairs go to `lists`."""
+    """One score: BASE's runs held, NEW's counted as read; changed pairs go
+    to `lists`."""
 
     def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
         self.kind, self.clustered, self.outcomes = kind, clustered, _OUTCOMES[kind]
+        self.held: dict[SampleKey, Run] = {}
+        self.base_runs, self.new_runs = AllRuns(), AllRuns()
         self.transitions: Counter[tuple[str, str]] = Counter()
         self.lost_from: Counter[tuple[str, str]] = Counter()
         self.newly_missing: Counter[str] = Counter()
         self.newly_found: Counter[str] = Counter()
-        self.new_runs = AllRuns()
         self.worse = self.better = self.ids_compared = 0
-        lists = ["only_in_new", "lost_runs", *LISTS[kind]]
+        lists = ["only_in_base", "only_in_new", "lost_runs", *LISTS[kind]]
         self.lists = {name: spools.new() for name in lists}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
@@ -188,9 +190,7 @@ class _Score:
             self.newly_missing.update(set(new.missing) - set(base.missing))
             self.newly_found.update(set(base.missing) - set(new.missing))
 
-    def compared(
-        self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
-    ) -> dict[str, Any]:
+    def compared(self, score: str, alpha: float) -> dict[str, Any]:
         tests, figures = [], []
         for name, t in self.tallies.items():
             samples, fell, rose = t.samples()
@@ -215,9 +215,9 @@ class _Score:
             "better": self.better,
             "lost": self.lost_from.total(),
             "lost_from": [{"base": b, "new": n, "count": c} for (b, n), c in lost_from],
-            "base_runs": _runs(base_runs, self.kind),
+            "base_runs": _runs(self.base_runs, self.kind),
             "new_runs": _runs(self.new_runs, self.kind),
-            "only_in_base": only_in_base,
+            "only_in_base": self.lists.pop("only_in_base"),
             "only_in_new": self.lists.pop("only_in_new"),
             "tests": tests,
             "lost_runs": self.lists.pop("lost_runs"),
@@ -280,56 +280,48 @@ def pair_runs(
     """Pair BASE's runs (held) with NEW's (as they come), and compare every
     score. `NothingInCommon` when NEW is complete and shares no score or no
     sample-epoch."""
-    held: dict[str, dict[SampleKey, Run]] = {}
-    base_runs: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for score, kind, sample_id, epoch, run, why in base:
-        runs, kinds[score] = held.setdefault(score, {}), kind
-        _count(base_runs.setdefault(score, AllRuns()), kind, run, why)
-        if (key := (sample_id, epoch)) in runs:
-            raise CompareError(_duplicate("BASE", score, key, runs[key].log, run.log))
-        runs[key] = run
     scores: dict[str, _Score] = {}
+    for score, kind, sample_id, epoch, run, why in base:
+        if score not in scores:
+            scores[score] = _Score(kind, clustered, spools)
+        held, key = scores[score].held, (sample_id, epoch)
+        _count(scores[score].base_runs, kind, run, why)
+        if key in held:
+            raise CompareError(_duplicate("BASE", score, key, held[key].log, run.log))
+        held[key] = run
+    # Each NEW score's sample-epochs, and the log of each.
     seen: dict[str, dict[SampleKey, str]] = {}
-    only_in_new: Counter[str] = Counter()
     for score, kind, sample_id, epoch, run, why in new:
         key, logged = (sample_id, epoch), seen.setdefault(score, {})
         if key in logged:
             raise CompareError(_duplicate("NEW", score, key, logged[key], run.log))
         logged[key] = run.log
-        if score not in held:
-            only_in_new[score] += 1
+        if (tally := scores.get(score)) is None:
             continue
-        if score not in scores:
-            scores[score] = _Score(kind, clustered, spools)
-        tally = scores[score]
         _count(tally.new_runs, kind, run, why)
-        if (base_run := held[score].get(key)) is None:
+        if (base_run := tally.held.get(key)) is None:
             only = {"id": sample_id, "epoch": epoch, "log": run.log}
             tally.lists["only_in_new"].add(*key, only)
         else:
             tally.add(key, base_run, run)
-    if not scores and new_complete:
-        names = [
-            ", ".join(map(repr, sorted(side))) or "none" for side in (held, only_in_new)
-        ]
+    only_in_new = {score: len(seen[score]) for score in sorted(seen.keys() - scores)}
+    if new_complete and not scores.keys() & seen.keys():
+        names = [", ".join(map(repr, sorted(s))) or "none" for s in (scores, seen)]
         raise NothingInCommon(
             f"no tracegrade score is in both runs: BASE has {names[0]}, "
             f"NEW has {names[1]}"
         )
     compared: dict[str, list[dict[str, Any]]] = {STAGE: [], EXTRACTION: []}
-    for score in sorted(held):
+    for score, tally in sorted(scores.items()):
         # NEW lacking the score: every BASE run of it with a result is lost.
-        tally = scores.get(score) or _Score(kinds[score], clustered, spools)
-        only_in_base = spools.new()
-        for key, run in held[score].items():
+        for key, run in tally.held.items():
             if key in seen.get(score, {}):
                 continue
-            only_in_base.add(*key, {"id": key[0], "epoch": key[1], "log": run.log})
+            only = {"id": key[0], "epoch": key[1], "log": run.log}
+            tally.lists["only_in_base"].add(*key, only)
             if key[1] <= new_epochs and run.state in RESULTS[tally.kind]:
                 tally.listed("lost_runs", key, run, Run(NOT_IN_NEW))
-        counted = tally.compared(score, base_runs[score], only_in_base, alpha)
-        compared[tally.kind].append(counted)
+        compared[tally.kind].append(tally.compared(score, alpha))
     every = [*compared[STAGE], *compared[EXTRACTION]]
     if new_complete and not any(c["pairs"] for c in every):
         counts = "; ".join(
@@ -341,10 +333,10 @@ def pair_runs(
             f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
             "are they runs of the same dataset?"
         )
-    lacking = {s: len(held[s]) for s in sorted(held) if s not in scores}
+    lacking = {s: len(t.held) for s, t in sorted(scores.items()) if s not in seen}
     return compared | {
         "scores_only_in_base": lacking,
-        "scores_only_in_new": dict(sorted(only_in_new.items())),
+        "scores_only_in_new": only_in_new,
     }
 
 
