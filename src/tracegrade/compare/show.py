@@ -387,25 +387,18 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, pair in enumerate(comparison["pairs"]):
+    for index, pair in enumerate(comparison["pairs"], start=1):
         for c in _scores(pair):
             states, counts = c["states"], c["transitions"]
-            hover = [
-                [
-                    f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                    f"{plural(count, 'pair')}"
-                    for new, count in zip(states, row, strict=True)
-                ]
-                for base, row in zip(states, counts, strict=True)
-            ]
             heatmap = go.Heatmap(
                 z=counts,
                 x=states,
                 y=states,
                 text=[_row(*row) for row in counts],
                 texttemplate="%{text}",
-                customdata=hover,
-                hovertemplate="%{customdata}<extra></extra>",
+                customdata=[[plural(count, "pair") for count in row] for row in counts],
+                hovertemplate=f"BASE %{{y}} {ARROW} NEW %{{x}}: %{{customdata}}"
+                "<extra></extra>",
                 colorscale="Blues",
                 zmin=0,
                 showscale=False,
@@ -419,6 +412,7 @@ def render_html(comparison: Comparison, show: int) -> str:
                 # The first state on top, as in the table.
                 yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
             )
-            key = f"transitions-{index + 1}-{c['score']}"
-            charts[index + 1].append(chart_html(figure, key))
+            charts[index].append(
+                chart_html(figure, f"transitions-{index}-{c['score']}")
+            )
     return page_html(page, charts, get_plotlyjs())
