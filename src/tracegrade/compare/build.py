@@ -12,12 +12,11 @@ from typing import IO, Any, Final
 
 from ..core.errors import quote
 from ..logs import evals as log_evals
-from ..logs.evals import EvalRun, Evals, Superseded
+from ..logs.evals import EvalRun, Evals
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
 from ..report import thresholds as limits
-from ..report.runs import plural
 from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
 from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name
@@ -153,8 +152,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=_side(base_path, selected[0], base.superseded),
-        new=_side(new_path, selected[1], new.superseded),
+        base=_side(base_path, selected[0], base),
+        new=_side(new_path, selected[1], new),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -191,11 +190,9 @@ def _checked(
     return limits.check_thresholds(thresholds, targets)
 
 
-def _side(
-    path: str, runs: list[EvalRun], superseded: list[Superseded]
-) -> dict[str, Any]:
-    evals = [_eval(run) for run in runs]
-    return {"path": path, "evals": evals, "superseded": [asdict(s) for s in superseded]}
+def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
+    superseded = [asdict(s) for s in evals.superseded]
+    return {"path": path, "evals": [_eval(r) for r in runs], "superseded": superseded}
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:
@@ -213,8 +210,7 @@ def lost_entries(gate: dict[str, Any]) -> list[str]:
 def _verdict(
     gate: dict[str, Any], checks: list[limits.ThresholdCheck], asked: list[str]
 ) -> dict[str, Any]:
-    failing: list[str] = []
-    checked: list[str] = []
+    failing, checked = [], []
     if "--fail-on-regression" in asked:
         alpha, lost = gate["alpha"], lost_entries(gate)
         if gate["significant"]:
@@ -470,8 +466,8 @@ def _warnings(
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
         warnings.append(
-            f"BASE ran {plural(base.epochs, 'epoch')} and NEW "
-            f"{plural(new.epochs, 'epoch')}: "
+            f"BASE ran {counts.plural(base.epochs, 'epoch')} and NEW "
+            f"{counts.plural(new.epochs, 'epoch')}: "
             f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
             f"{side}'s epochs {fewer + 1} to {more} are in one run only"
             + (", not counted as lost." if side == "BASE" else ".")

@@ -16,9 +16,8 @@ _FIGURE = "figure alpha test pairs samples base_mean new_mean difference fell ro
 
 
 def p_value(fell: int, rose: int) -> float:
-    """Two-sided exact p of `fell` against `rose`; 1.0 when nothing moved."""
-    total = fell + rose
-    return float(binomtest(fell, total, 0.5).pvalue) if total else 1.0
+    """Two-sided exact p of `fell` against `rose`."""
+    return float(binomtest(fell, fell + rose, 0.5).pvalue)
 
 
 @cache
