@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from contextlib import closing, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -79,7 +78,7 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--html",
     "html_path",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     help="Also write the comparison as one self-contained HTML file.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing --html file.")
@@ -99,7 +98,7 @@ def compare(
     fail_under: list[Threshold],
     show_: int,
     html_show: int,
-    html_path: Path | None,
+    html_path: str | None,
     force: bool,
     as_json: bool,
     markdown: bool,
@@ -147,8 +146,7 @@ def compare(
         runs = [run for evals in sides for run in evals.runs]
         inputs = [base, new, *(log.path for run in runs for log in run.logs)]
         inputs += [old.path for evals in sides for old in evals.superseded]
-        html = None if html_path is None else str(html_path)
-        check_output(html, inputs=inputs, option="--html", force=force)
+        check_output(html_path, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for run in runs)
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
             result = build.compare_evals(
@@ -169,7 +167,7 @@ def compare(
     with closing(result):
         if html_path is not None:
             page = show.render_html(result, html_show)
-            AtomicFile.write_text(str(html_path), page, replace=force)
+            AtomicFile.write_text(html_path, page, replace=force)
         # With --json or --markdown, stdout holds them alone.
         for warning in show.all_warnings(result) if quiet else ():
             click.echo(f"warning: {warning}", err=True)
