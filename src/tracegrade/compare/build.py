@@ -112,9 +112,7 @@ def compare_evals(
     """`asked`: the gate's options as given. Raises `LogError`, `CompareError`,
     `UnknownGate` or `InvalidThreshold`."""
     sides = (base, new)
-    selected = [
-        _selected(*side, task, model) for side in zip(SIDES, sides, strict=True)
-    ]
+    selected = [_selected(s, e, task, model) for s, e in zip(SIDES, sides, strict=True)]
     matched, only_base, only_new = _pair_evals(*selected)
     spools = Spools()
     try:

@@ -196,14 +196,13 @@ def _transitions(c: dict[str, Any]) -> Table:
     rows.append(["total", *_row(*totals), str(sum(totals))])
     # Briefly, without the states no pair is in on either side.
     held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
+    kept = [*held, len(states)]
     caption = "Pairs by state in BASE (rows) and in NEW (columns); the diagonal "
     caption += f"is unchanged. {_LEGEND[c['kind']]}"
     columns = ["BASE \\ NEW", *states, "total"]
     brief = ["BASE \\ NEW", *(states[i] for i in held), "total"]
     key, title = f"transitions-{c['score']}", f"Transitions: {c['score']}"
-    return Table(
-        key, title, caption, columns, rows, brief=brief, brief_rows=[*held, len(states)]
-    )
+    return Table(key, title, caption, columns, rows, brief=brief, brief_rows=kept)
 
 
 def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
@@ -412,7 +411,6 @@ def render_html(comparison: Comparison, show: int) -> str:
                 # The first state on top, as in the table.
                 yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
             )
-            charts[index].append(
-                chart_html(figure, f"transitions-{index}-{c['score']}")
-            )
+            key = f"transitions-{index}-{c['score']}"
+            charts[index].append(chart_html(figure, key))
     return page_html(page, charts, get_plotlyjs())
