@@ -88,15 +88,8 @@ def _share(value: float) -> Fraction:
     return Fraction(value).limit_denominator(1 << 24)
 
 
-def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
-    keys = ("state", "missing", "explanation", "log")
-    base_side, new_side = ({k: getattr(run, k) for k in keys} for run in (base, new))
-    return {"id": key[0], "epoch": key[1], "base": base_side, "new": new_side}
-
-
 class _Tally:
-    """An outcome or figure over the pairs with it on both sides: its sums,
-    the pairs that fell (`b`) and rose (`c`), and each sample's moves."""
+    """An outcome or figure over the pairs with it on both sides."""
 
     def __init__(self, clustered: bool) -> None:
         self.clustered = clustered
@@ -157,7 +150,10 @@ class _Score:
     def listed(self, name: str, key: SampleKey, base: Run, new: Run) -> None:
         if name == "lost_runs":
             self.lost_from[base.state, new.state] += 1
-        self.lists[name].add(*key, _change(key, base, new))
+        keys = ("state", "missing", "explanation", "log")
+        sides = [{k: getattr(run, k) for k in keys} for run in (base, new)]
+        item = {"id": key[0], "epoch": key[1], "base": sides[0], "new": sides[1]}
+        self.lists[name].add(*key, item)
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1

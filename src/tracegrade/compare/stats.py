@@ -95,10 +95,9 @@ def paired_test(
     else:
         nothing = f"no pair was tested for {outcome}."
     difference = (c - b) / pairs if pairs else None
-    values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
-    head = dict(
-        zip(_PAIRED.split(), (*values, fell, rose, None, difference), strict=True)
-    )
+    values = [outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:]]
+    values += [fell, rose, None, difference]
+    head = dict(zip(_PAIRED.split(), values, strict=True))
     needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
     return _tested(head, higher_is_better, moved, needed, nothing)
 
