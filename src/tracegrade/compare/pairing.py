@@ -248,8 +248,7 @@ def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:
 def _count(counted: AllRuns, kind: str, run: Run, why: str | None) -> None:
     outcomes = _OUTCOMES[kind].items()
     had = tuple(n for n, (has, _) in outcomes if run.state in has and n != _UNGATED)
-    diagnosed = run.state in RESULTS[kind]
-    counted.add(diagnosed, why, had, run.recall, run.precision)
+    counted.add(run.state in RESULTS[kind], why, had, run.recall, run.precision)
 
 
 def _duplicate(side: str, score: str, key: SampleKey, first: str, log: str) -> str:
