@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from itertools import islice
@@ -303,13 +304,11 @@ def _changes(c: dict[str, Any], key: str, show: int, option: str) -> Table:
 
 
 def _ids(c: dict[str, Any], show: int, option: str) -> Table:
-    missing = {i["id"]: i["count"] for i in c["newly_missing"]}
-    found = {i["id"]: i["count"] for i in c["newly_found"]}
-    ordered = sorted(
-        missing.keys() | found.keys(),
-        key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
-    )
-    rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
+    missing = Counter({i["id"]: i["count"] for i in c["newly_missing"]})
+    found = Counter({i["id"]: i["count"] for i in c["newly_found"]})
+    # Every ID in either (each counts at least 1), most newly missing first.
+    ordered = sorted(missing | found, key=lambda i: (-missing[i], -found[i], i))
+    rows = ([show_id(i), str(missing[i]), str(found[i])] for i in ordered)
     shown, count, _ = _cut(rows, len(ordered), _IDS_CHANGED, show, option)
     title = f"Document IDs newly missing and newly found: {c['score']}"
     caption = f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation "
