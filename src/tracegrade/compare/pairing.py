@@ -131,8 +131,7 @@ class _Score:
         self.base_runs, self.new_runs = AllRuns(), AllRuns()
         self.transitions: Counter[tuple[str, str]] = Counter()
         self.lost_from: Counter[tuple[str, str]] = Counter()
-        self.newly_missing: Counter[str] = Counter()
-        self.newly_found: Counter[str] = Counter()
+        self.newly_missing, self.newly_found = Counter[str](), Counter[str]()
         self.worse = self.better = self.ids_compared = 0
         lists = ["only_in_base", "only_in_new", "lost_runs", *LISTS[kind]]
         self.lists = {name: spools.new() for name in lists}

@@ -285,11 +285,10 @@ def _changes(c: dict[str, Any], key: str, show: int, option: str) -> Table:
 
     def row(x: dict[str, Any]) -> list[str]:
         base, new = x["base"], x["new"]
-        cells = [_sample(x["id"]), str(x["epoch"])]
-        cells.append(f"{base['state']} {ARROW} {new['state']}")
-        if stage:
-            cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
-        return [*cells, base["explanation"] or "", new["explanation"] or ""]
+        moved = f"{base['state']} {ARROW} {new['state']}"
+        ids = [_ids_text(base["missing"]), _ids_text(new["missing"])] if stage else []
+        said = [base["explanation"] or "", new["explanation"] or ""]
+        return [_sample(x["id"]), str(x["epoch"]), moved, *ids, *said]
 
     shown, caption, cut = _cut(
         map(row, c[key]), len(c[key]), ("pair", "pairs"), show, option
