@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Final
 
 from ..core.errors import quote
-from ..report.runs import AllRuns, ExactSum, plural, undiagnosed
+from ..report.runs import AllRuns, plural, undiagnosed
 from .spool import Spools
-from .stats import figure_test, paired_test
+from .stats import Tally
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -82,45 +80,6 @@ def gate_name(figure: str) -> str:
     return f"context_{figure}" if figure in ("recall", "precision") else figure
 
 
-@lru_cache(maxsize=1 << 12)
-def _share(value: float) -> Fraction:
-    """The share of two small integers `value` is, so moves that cancel do."""
-    return Fraction(value).limit_denominator(1 << 24)
-
-
-class _Tally:
-    """An outcome or figure over the pairs with it on both sides."""
-
-    def __init__(self, clustered: bool) -> None:
-        self.clustered = clustered
-        self.pairs = self.b = self.c = self.lost = 0
-        self.base, self.new = ExactSum(), ExactSum()
-        self.by_sample: defaultdict[int | str, Any] = defaultdict(int)
-
-    def add(
-        self, sample: int | str, before: float | None, after: float | None, has: bool
-    ) -> Any:
-        if before is None or after is None:
-            # A run that lost its result is lost already, as a run.
-            self.lost += before is not None and has
-            return 0
-        moved = _share(after) - _share(before) if self.clustered else after - before
-        self.pairs += 1
-        self.base.add(before)
-        self.new.add(after)
-        self.b += moved < 0
-        self.c += moved > 0
-        if self.clustered:
-            self.by_sample[sample] += moved
-        return moved
-
-    def samples(self) -> tuple[int, int, int]:
-        if not self.clustered:
-            return self.pairs, self.b, self.c
-        moves = self.by_sample.values()
-        return len(moves), sum(m < 0 for m in moves), sum(m > 0 for m in moves)
-
-
 class _Score:
     """One score: BASE's runs held, NEW's counted as read; changed pairs go
     to `lists`."""
@@ -137,7 +96,7 @@ class _Score:
         self.lists = {name: spools.new() for name in lists}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
-        self.tallies = {name: _Tally(clustered) for name in names}
+        self.tallies = {name: Tally(clustered) for name in names}
 
     def measure(self, run: Run, name: str) -> float | None:
         if name not in self.outcomes:
@@ -161,7 +120,7 @@ class _Score:
             self.listed("lost_runs", key, base, new)
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
-            self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
+            self.tallies.setdefault(f"{step}_recall", Tally(self.clustered))
         moves = {}
         for name, tally in self.tallies.items():
             before, after = self.measure(base, name), self.measure(new, name)
@@ -187,17 +146,11 @@ class _Score:
 
     def compared(self, score: str, alpha: float) -> dict[str, Any]:
         tests, figures = [], []
-        for name, t in self.tallies.items():
-            samples, fell, rose = t.samples()
+        for name, tally in self.tallies.items():
             if name in self.outcomes:
-                counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
-                clusters = (samples, fell, rose) if self.clustered else None
-                higher = self.outcomes[name][1]
-                tests.append(paired_test(name, higher, alpha, counts, clusters))
+                tests.append(tally.paired_test(name, self.outcomes[name][1], alpha))
             else:
-                means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
-                moved = (fell, rose, t.lost)
-                figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
+                figures.append(tally.figure_test(name, alpha))
         states = (*RESULTS[self.kind], DATA_ERROR, NO_SCORE)
         lost_from = _ranked(self.lost_from)
         result: dict[str, Any] = {
