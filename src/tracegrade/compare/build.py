@@ -40,6 +40,7 @@ FIGURE_TEST: Final = (
     "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
+OnRead = Callable[[str], None] | None  # told each log's path once it is read
 _ERRORED: Final = {True: counts.SAMPLE_ERROR, False: counts.NO_SCORE}
 _NO_SCORE: Final = {
     counts.SAMPLE_ERROR: "The sample errored before it was scored.",
@@ -107,7 +108,7 @@ def compare_evals(
     allow_lost: bool = False,
     thresholds: Sequence[limits.Threshold] = (),
     asked: Sequence[str] = (),
-    on_log_read: Callable[[str], None] | None = None,
+    on_log_read: OnRead = None,
 ) -> Comparison:
     """`asked`: the gate's options as given. Raises `LogError`, `CompareError`,
     `UnknownGate` or `InvalidThreshold`."""
@@ -307,11 +308,7 @@ def _pair_name(base: EvalRun, new: EvalRun) -> str:
 
 
 def _compare_pair(
-    base: EvalRun,
-    new: EvalRun,
-    alpha: float,
-    spools: Spools,
-    on_log_read: Callable[[str], None] | None,
+    base: EvalRun, new: EvalRun, alpha: float, spools: Spools, on_log_read: OnRead
 ) -> dict[str, Any]:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
     try:
@@ -343,10 +340,7 @@ def _compare_pair(
 
 
 def _observations(
-    side: str,
-    run: EvalRun,
-    logs: list[LogSummary],
-    on_log_read: Callable[[str], None] | None,
+    side: str, run: EvalRun, logs: list[LogSummary], on_log_read: OnRead
 ) -> Iterator[pairing.Observation]:
     """Every run of one eval; each log's summary goes to `logs` once read."""
     # One copy of each explanation and figure: most runs share a few.
@@ -414,10 +408,7 @@ def _run(
 
 
 def _warnings(
-    base: EvalRun,
-    new: EvalRun,
-    logs: dict[str, list[LogSummary]],
-    paired: dict[str, Any],
+    base: EvalRun, new: EvalRun, logs: dict[str, list[LogSummary]], pair: dict[str, Any]
 ) -> list[str]:
     warnings: list[str] = []
     if base.key == new.key:
@@ -449,16 +440,16 @@ def _warnings(
             if not log.tracegrade_scores
         ]
         unused = log_evals.unused_reducer(run.name, run.epochs_reducer)
-        if unused and paired[STAGE]:
+        if unused and pair[STAGE]:
             warnings.append(f"{side}: {unused}")
     warnings += [
         f"score {quote(score)} is in BASE only ({runs} runs): NEW has none of "
         "its results, and those BASE had count as lost."
-        for score, runs in paired["scores_only_in_base"].items()
+        for score, runs in pair["scores_only_in_base"].items()
     ]
     warnings += [
         f"score {quote(score)} is in NEW only ({runs} runs); it is not compared."
-        for score, runs in paired["scores_only_in_new"].items()
+        for score, runs in pair["scores_only_in_new"].items()
     ]
     if base.epochs != new.epochs:
         fewer, more = sorted((base.epochs, new.epochs))
