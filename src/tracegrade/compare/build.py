@@ -395,9 +395,8 @@ def _run(
         staged = read_stage(score.value, score.metadata)
         missing = None if staged.missing is None else tuple(staged.missing)
         # A run with no stage still had its context: it keeps its figures.
-        steps = (
-            None if staged.step_recall is None else tuple(staged.step_recall.items())
-        )
+        recall = staged.step_recall
+        steps = None if recall is None else tuple(recall.items())
         figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
         run = Run(staged.stage or NO_SCORE, missing, explanation, path, *figures)
         error = staged.error

@@ -251,7 +251,7 @@ def pair_runs(
             tally.lists["only_in_new"].add(*key, only)
         else:
             tally.add(key, base_run, run)
-    only_in_new = {score: len(seen[score]) for score in sorted(seen.keys() - scores)}
+    new_only = {score: len(seen[score]) for score in sorted(seen.keys() - scores)}
     if new_complete and not scores.keys() & seen.keys():
         names = [", ".join(map(repr, sorted(s))) or "none" for s in (scores, seen)]
         raise NothingInCommon(
@@ -280,11 +280,8 @@ def pair_runs(
             f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
             "are they runs of the same dataset?"
         )
-    lacking = {s: len(t.held) for s, t in sorted(scores.items()) if s not in seen}
-    return compared | {
-        "scores_only_in_base": lacking,
-        "scores_only_in_new": only_in_new,
-    }
+    base_only = {s: len(t.held) for s, t in sorted(scores.items()) if s not in seen}
+    return compared | {"scores_only_in_base": base_only, "scores_only_in_new": new_only}
 
 
 def lost_text(lost_from: list[dict[str, Any]]) -> str:
