@@ -88,13 +88,7 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
         name = pair["name"] if len(pairs) > 1 else None
         if name:
             notes = [f"{name}, {note}" for note in notes]
-            first, rest = (
-                [
-                    replace(t, key=f"{index}-{t.key}", title=f"{name}: {t.title}")
-                    for t in ts
-                ]
-                for ts in (first, rest)
-            )
+            first, rest = ([_named(t, index, name) for t in ts] for ts in (first, rest))
         sections.append(Section(name, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
     regressions = plural(gate["regressions"], "regression")
@@ -118,6 +112,10 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     return Page(
         "tracegrade compare", head, reasons, failed, summaries, [], warnings, sections
     )
+
+
+def _named(table: Table, index: int, name: str) -> Table:
+    return replace(table, key=f"{index}-{table.key}", title=f"{name}: {table.title}")
 
 
 def _would_gate(gate: dict[str, Any]) -> str:
