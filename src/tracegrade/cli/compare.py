@@ -8,14 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from . import report as cli_report
 from ._stream import InputPath
-from .report import (
-    THRESHOLD_EXIT,
-    fail_under_option,
-    markdown_option,
-    reading_progress,
-    verbose_option,
-)
 
 if TYPE_CHECKING:
     from ..report.thresholds import Threshold
@@ -44,8 +38,8 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {THRESHOLD_EXIT} when NEW is significantly worse at --alpha, "
-    "or lost results (a run, an unfinished eval, an eval missing).",
+    help=f"Exit {cli_report.THRESHOLD_EXIT} when NEW is significantly worse at "
+    "--alpha, or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
     "--gate",
@@ -59,7 +53,7 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--allow-lost", is_flag=True, help="Show lost results without gating them."
 )
-@fail_under_option()
+@cli_report.fail_under_option()
 @click.option(
     "--show",
     "show_",
@@ -83,8 +77,8 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 )
 @click.option("--force", is_flag=True, help="Replace an existing --html file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON on stdout.")
-@markdown_option()
-@verbose_option()
+@cli_report.markdown_option()
+@cli_report.verbose_option()
 def compare(
     base: str,
     new: str,
@@ -148,7 +142,8 @@ def compare(
         inputs += [old.path for evals in sides for old in evals.superseded]
         check_output(html_path, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for run in runs)
-        with nullcontext() if quiet else reading_progress(total) as on_log_read:
+        progress = nullcontext() if quiet else cli_report.reading_progress(total)
+        with progress as on_log_read:
             result = build.compare_evals(
                 *(base, sides[0], new, sides[1]),
                 alpha=alpha,
@@ -185,4 +180,4 @@ def compare(
         click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
-        sys.exit(THRESHOLD_EXIT)
+        sys.exit(cli_report.THRESHOLD_EXIT)
