@@ -15,14 +15,6 @@ if TYPE_CHECKING:
     from ..report.thresholds import Threshold
 
 
-def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
-    if not 0 < value < 1:
-        raise click.BadParameter(
-            f"alpha must lie strictly between 0 and 1, got {value!r}"
-        )
-    return value
-
-
 @click.command("compare")
 @click.argument("base", metavar="BASE", type=InputPath(path_type=str))
 @click.argument("new", metavar="NEW", type=InputPath(path_type=str))
@@ -30,7 +22,6 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
     "--alpha",
     default=0.05,
     show_default=True,
-    callback=_alpha,
     help="Significance level of the paired tests, strictly between 0 and 1.",
 )
 @click.option("--task", help="Compare only this task's evals (stage_diagnosis).")
@@ -115,6 +106,9 @@ def compare(
     (runs, an eval that did not finish, an eval missing); or a --fail-under
     threshold is not met.
     """
+    if not 0 < alpha < 1:
+        said = f"alpha must lie strictly between 0 and 1, got {alpha!r}"
+        raise click.BadParameter(said, param_hint="'--alpha'")
     given = ((strict, "--strict"), (allow_lost, "--allow-lost"), (gates, "--gate"))
     for option in (option for value, option in given if value):
         if not fail_on_regression:
