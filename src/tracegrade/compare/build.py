@@ -254,13 +254,12 @@ def _selected(
         and (model is None or model == run.model)
     ]
     if not selected:
-        asked = " and ".join(
-            f"{what} {quote(value)}"
-            for what, value in (("task", task), ("model", model))
-            if value is not None
-        )
+        given = (("task", task), ("model", model))
+        asked = [f"{what} {quote(value)}" for what, value in given if value is not None]
         found = "; ".join(sorted({f"{run.task} ({run.model})" for run in evals.runs}))
-        raise CompareError(f"{side} has no eval of {asked}; it has {found}")
+        raise CompareError(
+            f"{side} has no eval of {' and '.join(asked)}; it has {found}"
+        )
     return selected
 
 
