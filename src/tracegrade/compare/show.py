@@ -215,10 +215,9 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
         + [format_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
         for score, t in tests
     ]
-    caption = (
-        f"{_LEGEND['tests']} With fewer than {discordant_needed(alpha)} changed "
-        f"{unit} no split can reach alpha = {alpha}: too few to tell."
-    )
+    needed = discordant_needed(alpha)
+    caption = f"{_LEGEND['tests']} With fewer than {needed} changed {unit} no split "
+    caption += f"can reach alpha = {alpha}: too few to tell."
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
     brief = columns if unit == "samples" else brief
