@@ -81,8 +81,7 @@ def gate_name(figure: str) -> str:
 
 
 class _Score:
-    """One score: BASE's runs held, NEW's counted as read; changed pairs go
-    to `lists`."""
+    """One score: BASE's runs held, NEW's counted as read, changed pairs listed."""
 
     def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
         self.kind, self.clustered, self.outcomes = kind, clustered, _OUTCOMES[kind]
@@ -224,9 +223,8 @@ def pair_runs(
     new_epochs: int,
     new_complete: bool,
 ) -> dict[str, Any]:
-    """Pair BASE's runs (held) with NEW's (as they come), and compare every
-    score. `NothingInCommon` when NEW is complete and shares no score or no
-    sample-epoch."""
+    """Pair BASE's runs (held) with NEW's (as they come) and compare each score;
+    `NothingInCommon` when NEW is complete and shares no score or sample-epoch."""
     scores: dict[str, _Score] = {}
     for score, kind, sample_id, epoch, run, why in base:
         if score not in scores:
