@@ -452,12 +452,12 @@ def _warnings(
     if base.epochs != new.epochs:
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
+        ran = [counts.plural(run.epochs, "epoch") for run in (base, new)]
+        tail = ", not counted as lost." if side == "BASE" else "."
         warnings.append(
-            f"BASE ran {counts.plural(base.epochs, 'epoch')} and NEW "
-            f"{counts.plural(new.epochs, 'epoch')}: "
-            f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
-            f"{side}'s epochs {fewer + 1} to {more} are in one run only"
-            + (", not counted as lost." if side == "BASE" else ".")
+            f"BASE ran {ran[0]} and NEW {ran[1]}: samples pair by epoch, so only "
+            f"epochs 1 to {fewer} are compared; {side}'s epochs {fewer + 1} to "
+            f"{more} are in one run only{tail}"
         )
     if base.task != new.task:
         warnings.append(
