@@ -4,30 +4,15 @@ from __future__ import annotations
 
 import sys
 from contextlib import closing, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from . import report as cli_report
 from ._stream import InputPath
-from .report import (
-    THRESHOLD_EXIT,
-    fail_under_option,
-    markdown_option,
-    reading_progress,
-    verbose_option,
-)
 
 if TYPE_CHECKING:
     from ..report.thresholds import Threshold
-
-
-def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
-    if not 0 < value < 1:
-        raise click.BadParameter(
-            f"alpha must lie strictly between 0 and 1, got {value!r}"
-        )
-    return value
 
 
 @click.command("compare")
@@ -37,7 +22,6 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
     "--alpha",
     default=0.05,
     show_default=True,
-    callback=_alpha,
     help="Significance level of the paired tests, strictly between 0 and 1.",
 )
 @click.option("--task", help="Compare only this task's evals (stage_diagnosis).")
@@ -45,8 +29,8 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {THRESHOLD_EXIT} when NEW is significantly worse at --alpha, "
-    "or lost results (a run, an unfinished eval, an eval missing).",
+    help=f"Exit {cli_report.THRESHOLD_EXIT} when NEW is significantly worse at "
+    "--alpha, or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
     "--gate",
@@ -60,7 +44,7 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--allow-lost", is_flag=True, help="Show lost results without gating them."
 )
-@fail_under_option()
+@cli_report.fail_under_option()
 @click.option(
     "--show",
     "show_",
@@ -79,13 +63,13 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--html",
     "html_path",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     help="Also write the comparison as one self-contained HTML file.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing --html file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON on stdout.")
-@markdown_option()
-@verbose_option()
+@cli_report.markdown_option()
+@cli_report.verbose_option()
 def compare(
     base: str,
     new: str,
@@ -99,7 +83,7 @@ def compare(
     fail_under: list[Threshold],
     show_: int,
     html_show: int,
-    html_path: Path | None,
+    html_path: str | None,
     force: bool,
     as_json: bool,
     markdown: bool,
@@ -122,6 +106,9 @@ def compare(
     (runs, an eval that did not finish, an eval missing); or a --fail-under
     threshold is not met.
     """
+    if not 0 < alpha < 1:
+        said = f"alpha must lie strictly between 0 and 1, got {alpha!r}"
+        raise click.BadParameter(said, param_hint="'--alpha'")
     given = ((strict, "--strict"), (allow_lost, "--allow-lost"), (gates, "--gate"))
     for option in (option for value, option in given if value):
         if not fail_on_regression:
@@ -129,10 +116,7 @@ def compare(
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare import show
-    from ..compare.build import UnknownGate, compare_evals
-    from ..compare.pairing import CompareError
-    from ..compare.spool import InvalidChunk
+    from ..compare import build, pairing, show, spool
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import AtomicFile, check_output
@@ -150,11 +134,11 @@ def compare(
         runs = [run for evals in sides for run in evals.runs]
         inputs = [base, new, *(log.path for run in runs for log in run.logs)]
         inputs += [old.path for evals in sides for old in evals.superseded]
-        html = None if html_path is None else str(html_path)
-        check_output(html, inputs=inputs, option="--html", force=force)
+        check_output(html_path, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for run in runs)
-        with nullcontext() if quiet else reading_progress(total) as on_log_read:
-            result = compare_evals(
+        progress = nullcontext() if quiet else cli_report.reading_progress(total)
+        with progress as on_log_read:
+            result = build.compare_evals(
                 *(base, sides[0], new, sides[1]),
                 alpha=alpha,
                 task=task,
@@ -165,14 +149,14 @@ def compare(
                 asked=asked,
                 on_log_read=on_log_read,
             )
-    except (LogError, CompareError, InvalidChunk) as error:
+    except (LogError, pairing.CompareError, spool.InvalidChunk) as error:
         raise click.ClickException(str(error)) from error
-    except (InvalidThreshold, UnknownGate) as error:
+    except (InvalidThreshold, build.UnknownGate) as error:
         raise click.UsageError(str(error)) from error
     with closing(result):
         if html_path is not None:
             page = show.render_html(result, html_show)
-            AtomicFile.write_text(str(html_path), page, replace=force)
+            AtomicFile.write_text(html_path, page, replace=force)
         # With --json or --markdown, stdout holds them alone.
         for warning in show.all_warnings(result) if quiet else ():
             click.echo(f"warning: {warning}", err=True)
@@ -190,4 +174,4 @@ def compare(
         click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
-        sys.exit(THRESHOLD_EXIT)
+        sys.exit(cli_report.THRESHOLD_EXIT)

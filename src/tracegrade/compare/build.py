@@ -12,12 +12,11 @@ from typing import IO, Any, Final
 
 from ..core.errors import quote
 from ..logs import evals as log_evals
-from ..logs.evals import EvalRun, Evals, Superseded
+from ..logs.evals import EvalRun, Evals
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
 from ..report import thresholds as limits
-from ..report.runs import plural
 from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
 from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name
@@ -41,6 +40,7 @@ FIGURE_TEST: Final = (
     "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
+OnRead = Callable[[str], None] | None  # told each log's path once it is read
 _ERRORED: Final = {True: counts.SAMPLE_ERROR, False: counts.NO_SCORE}
 _NO_SCORE: Final = {
     counts.SAMPLE_ERROR: "The sample errored before it was scored.",
@@ -62,10 +62,6 @@ class Comparison(dict[str, Any]):
 
     spools: Spools
 
-    @property
-    def pairs(self) -> list[dict[str, Any]]:
-        return list(self["pairs"])
-
     def write_json(self, out: IO[str]) -> None:
         """`json.dumps(indent=2)`; a long list's items a line each, read as written."""
         spools: list[Spool] = []
@@ -76,18 +72,17 @@ class Comparison(dict[str, Any]):
             return f"{token}{len(spools) - 1}"
 
         text = json.dumps(self, indent=2, allow_nan=False, default=marked)
-        parts = re.split(f'"{token}(\\d+)"', text)
-        for index, part in enumerate(parts):
-            if index % 2 == 0:
-                out.write(part)
-                continue
-            line = parts[index - 1].rsplit("\n", 1)[-1]
+        before, *parts = re.split(f'"{token}(\\d+)"', text)
+        out.write(before)
+        for number, after in zip(parts[::2], parts[1::2], strict=True):
+            line = before.rsplit("\n", 1)[-1]
             indent = "\n" + " " * (len(line) - len(line.lstrip(" ")))
             separator = "["
-            for item in spools[int(part)].json_items():
+            for item in spools[int(number)].json_items():
                 out.write(f"{separator}{indent}  {item}")
                 separator = ","
-            out.write("[]" if separator == "[" else f"{indent}]")
+            out.write(("[]" if separator == "[" else f"{indent}]") + after)
+            before = after
         out.write("\n")
 
     def close(self) -> None:
@@ -113,14 +108,12 @@ def compare_evals(
     allow_lost: bool = False,
     thresholds: Sequence[limits.Threshold] = (),
     asked: Sequence[str] = (),
-    on_log_read: Callable[[str], None] | None = None,
+    on_log_read: OnRead = None,
 ) -> Comparison:
     """`asked`: the gate's options as given. Raises `LogError`, `CompareError`,
     `UnknownGate` or `InvalidThreshold`."""
     sides = (base, new)
-    selected = [
-        _selected(*side, task, model) for side in zip(SIDES, sides, strict=True)
-    ]
+    selected = [_selected(s, e, task, model) for s, e in zip(SIDES, sides, strict=True)]
     matched, only_base, only_new = _pair_evals(*selected)
     spools = Spools()
     try:
@@ -158,8 +151,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=_side(base_path, selected[0], base.superseded),
-        new=_side(new_path, selected[1], new.superseded),
+        base=_side(base_path, selected[0], base),
+        new=_side(new_path, selected[1], new),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -177,12 +170,10 @@ def _checked(
     gates: Sequence[str],
     thresholds: Sequence[limits.Threshold],
 ) -> list[limits.ThresholdCheck]:
-    found = [pairing.PASS_GATE]
     # The figures a `--gate` can name: those some pair had in BASE.
     figures = [f for p in pairs for c in p[STAGE] for f in c["figures"]]
-    found += dict.fromkeys(
-        gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"]
-    )
+    named = (gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"])
+    found = [pairing.PASS_GATE, *dict.fromkeys(named)]
     if unknown := [name for name in gates if name not in found]:
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
@@ -195,14 +186,12 @@ def _checked(
             where = (f"NEW {new['name']}", new["task"], new["model"], c["score"])
             runs = (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"])
             targets.append(limits.Target(*where, c["kind"], *runs))
-    return limits.check_thresholds(thresholds, targets) if thresholds else []
+    return limits.check_thresholds(thresholds, targets)
 
 
-def _side(
-    path: str, runs: list[EvalRun], superseded: list[Superseded]
-) -> dict[str, Any]:
-    evals = [_eval(run) for run in runs]
-    return {"path": path, "evals": evals, "superseded": [asdict(s) for s in superseded]}
+def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
+    superseded = [asdict(s) for s in evals.superseded]
+    return {"path": path, "evals": [_eval(r) for r in runs], "superseded": superseded}
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:
@@ -220,8 +209,7 @@ def lost_entries(gate: dict[str, Any]) -> list[str]:
 def _verdict(
     gate: dict[str, Any], checks: list[limits.ThresholdCheck], asked: list[str]
 ) -> dict[str, Any]:
-    failing: list[str] = []
-    checked: list[str] = []
+    failing, checked = [], []
     if "--fail-on-regression" in asked:
         alpha, lost = gate["alpha"], lost_entries(gate)
         if gate["significant"]:
@@ -266,13 +254,12 @@ def _selected(
         and (model is None or model == run.model)
     ]
     if not selected:
-        asked = " and ".join(
-            f"{what} {quote(value)}"
-            for what, value in (("task", task), ("model", model))
-            if value is not None
-        )
+        given = (("task", task), ("model", model))
+        asked = [f"{what} {quote(value)}" for what, value in given if value is not None]
         found = "; ".join(sorted({f"{run.task} ({run.model})" for run in evals.runs}))
-        raise CompareError(f"{side} has no eval of {asked}; it has {found}")
+        raise CompareError(
+            f"{side} has no eval of {' and '.join(asked)}; it has {found}"
+        )
     return selected
 
 
@@ -320,11 +307,7 @@ def _pair_name(base: EvalRun, new: EvalRun) -> str:
 
 
 def _compare_pair(
-    base: EvalRun,
-    new: EvalRun,
-    alpha: float,
-    spools: Spools,
-    on_log_read: Callable[[str], None] | None,
+    base: EvalRun, new: EvalRun, alpha: float, spools: Spools, on_log_read: OnRead
 ) -> dict[str, Any]:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
     try:
@@ -356,10 +339,7 @@ def _compare_pair(
 
 
 def _observations(
-    side: str,
-    run: EvalRun,
-    logs: list[LogSummary],
-    on_log_read: Callable[[str], None] | None,
+    side: str, run: EvalRun, logs: list[LogSummary], on_log_read: OnRead
 ) -> Iterator[pairing.Observation]:
     """Every run of one eval; each log's summary goes to `logs` once read."""
     # One copy of each explanation and figure: most runs share a few.
@@ -414,9 +394,8 @@ def _run(
         staged = read_stage(score.value, score.metadata)
         missing = None if staged.missing is None else tuple(staged.missing)
         # A run with no stage still had its context: it keeps its figures.
-        steps = (
-            None if staged.step_recall is None else tuple(staged.step_recall.items())
-        )
+        recall = staged.step_recall
+        steps = None if recall is None else tuple(recall.items())
         figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
         run = Run(staged.stage or NO_SCORE, missing, explanation, path, *figures)
         error = staged.error
@@ -427,10 +406,7 @@ def _run(
 
 
 def _warnings(
-    base: EvalRun,
-    new: EvalRun,
-    logs: dict[str, list[LogSummary]],
-    paired: dict[str, Any],
+    base: EvalRun, new: EvalRun, logs: dict[str, list[LogSummary]], pair: dict[str, Any]
 ) -> list[str]:
     warnings: list[str] = []
     if base.key == new.key:
@@ -462,26 +438,26 @@ def _warnings(
             if not log.tracegrade_scores
         ]
         unused = log_evals.unused_reducer(run.name, run.epochs_reducer)
-        if unused and paired[STAGE]:
+        if unused and pair[STAGE]:
             warnings.append(f"{side}: {unused}")
     warnings += [
         f"score {quote(score)} is in BASE only ({runs} runs): NEW has none of "
         "its results, and those BASE had count as lost."
-        for score, runs in paired["scores_only_in_base"].items()
+        for score, runs in pair["scores_only_in_base"].items()
     ]
     warnings += [
         f"score {quote(score)} is in NEW only ({runs} runs); it is not compared."
-        for score, runs in paired["scores_only_in_new"].items()
+        for score, runs in pair["scores_only_in_new"].items()
     ]
     if base.epochs != new.epochs:
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
+        ran = [counts.plural(run.epochs, "epoch") for run in (base, new)]
+        tail = ", not counted as lost." if side == "BASE" else "."
         warnings.append(
-            f"BASE ran {plural(base.epochs, 'epoch')} and NEW "
-            f"{plural(new.epochs, 'epoch')}: "
-            f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
-            f"{side}'s epochs {fewer + 1} to {more} are in one run only"
-            + (", not counted as lost." if side == "BASE" else ".")
+            f"BASE ran {ran[0]} and NEW {ran[1]}: samples pair by epoch, so only "
+            f"epochs 1 to {fewer} are compared; {side}'s epochs {fewer + 1} to "
+            f"{more} are in one run only{tail}"
         )
     if base.task != new.task:
         warnings.append(

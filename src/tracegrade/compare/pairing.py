@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Final
 
 from ..core.errors import quote
-from ..report.runs import AllRuns, ExactSum, plural, undiagnosed
-from .spool import Spool, Spools
-from .stats import figure_test, paired_test
+from ..report.runs import AllRuns, plural, undiagnosed
+from .spool import Spools
+from .stats import Tally
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -39,13 +37,10 @@ _OVER_ALL_RUNS: Final = {
     STAGE: ("pass", "context_recall", "context_precision"),
     EXTRACTION: ("membership", "order"),
 }
-_LISTS: Final = {
+# The lists of changed pairs, besides lost runs.
+LISTS: Final = {
     STAGE: ["regressions", "fixes"],
-    EXTRACTION: [
-        f"{change}_{outcome}"
-        for outcome in ("membership", "order")
-        for change in ("lost", "gained")
-    ],
+    EXTRACTION: ["lost_membership", "gained_membership", "lost_order", "gained_order"],
 }
 SampleKey = tuple[int | str, int]
 
@@ -85,68 +80,22 @@ def gate_name(figure: str) -> str:
     return f"context_{figure}" if figure in ("recall", "precision") else figure
 
 
-@lru_cache(maxsize=1 << 12)
-def _share(value: float) -> Fraction:
-    """The share of two small integers `value` is, so moves that cancel do."""
-    return Fraction(value).limit_denominator(1 << 24)
-
-
-def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
-    keys = ("state", "missing", "explanation", "log")
-    base_side, new_side = ({k: getattr(run, k) for k in keys} for run in (base, new))
-    return {"id": key[0], "epoch": key[1], "base": base_side, "new": new_side}
-
-
-class _Tally:
-    """An outcome or figure over the pairs with it on both sides: its sums,
-    the pairs that fell (`b`) and rose (`c`), and each sample's moves."""
-
-    def __init__(self, clustered: bool) -> None:
-        self.clustered = clustered
-        self.pairs = self.b = self.c = self.lost = 0
-        self.base, self.new = ExactSum(), ExactSum()
-        self.by_sample: defaultdict[int | str, Any] = defaultdict(int)
-
-    def add(
-        self, sample: int | str, before: float | None, after: float | None, has: bool
-    ) -> Any:
-        if before is None or after is None:
-            # A run that lost its result is lost already, as a run.
-            self.lost += before is not None and has
-            return 0
-        moved = _share(after) - _share(before) if self.clustered else after - before
-        self.pairs += 1
-        self.base.add(before)
-        self.new.add(after)
-        self.b += moved < 0
-        self.c += moved > 0
-        if self.clustered:
-            self.by_sample[sample] += moved
-        return moved
-
-    def samples(self) -> tuple[int, int, int]:
-        if not self.clustered:
-            return self.pairs, self.b, self.c
-        moves = self.by_sample.values()
-        return len(moves), sum(m < 0 for m in moves), sum(m > 0 for m in moves)
-
-
 class _Score:
-    """One score counted as NEW is read; its changed pairs go to `lists`."""
+    """One score: BASE's runs held, NEW's counted as read, changed pairs listed."""
 
     def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
         self.kind, self.clustered, self.outcomes = kind, clustered, _OUTCOMES[kind]
+        self.held: dict[SampleKey, Run] = {}
+        self.base_runs, self.new_runs = AllRuns(), AllRuns()
         self.transitions: Counter[tuple[str, str]] = Counter()
         self.lost_from: Counter[tuple[str, str]] = Counter()
-        self.newly_missing: Counter[str] = Counter()
-        self.newly_found: Counter[str] = Counter()
-        self.new_runs = AllRuns()
+        self.newly_missing, self.newly_found = Counter[str](), Counter[str]()
         self.worse = self.better = self.ids_compared = 0
-        lists = ["only_in_new", "lost_runs", *_LISTS[kind]]
+        lists = ["only_in_base", "only_in_new", "lost_runs", *LISTS[kind]]
         self.lists = {name: spools.new() for name in lists}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
-        self.tallies = {name: _Tally(clustered) for name in names}
+        self.tallies = {name: Tally(clustered) for name in names}
 
     def measure(self, run: Run, name: str) -> float | None:
         if name not in self.outcomes:
@@ -158,7 +107,10 @@ class _Score:
     def listed(self, name: str, key: SampleKey, base: Run, new: Run) -> None:
         if name == "lost_runs":
             self.lost_from[base.state, new.state] += 1
-        self.lists[name].add(*key, _change(key, base, new))
+        keys = ("state", "missing", "explanation", "log")
+        sides = [{k: getattr(run, k) for k in keys} for run in (base, new)]
+        item = {"id": key[0], "epoch": key[1], "base": sides[0], "new": sides[1]}
+        self.lists[name].add(*key, item)
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
@@ -167,7 +119,7 @@ class _Score:
             self.listed("lost_runs", key, base, new)
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
-            self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
+            self.tallies.setdefault(f"{step}_recall", Tally(self.clustered))
         moves = {}
         for name, tally in self.tallies.items():
             before, after = self.measure(base, name), self.measure(new, name)
@@ -191,21 +143,13 @@ class _Score:
             self.newly_missing.update(set(new.missing) - set(base.missing))
             self.newly_found.update(set(base.missing) - set(new.missing))
 
-    def compared(
-        self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
-    ) -> dict[str, Any]:
+    def compared(self, score: str, alpha: float) -> dict[str, Any]:
         tests, figures = [], []
-        for name, t in self.tallies.items():
-            samples, fell, rose = t.samples()
+        for name, tally in self.tallies.items():
             if name in self.outcomes:
-                counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
-                clusters = (samples, fell, rose) if self.clustered else None
-                higher = self.outcomes[name][1]
-                tests.append(paired_test(name, higher, alpha, counts, clusters))
+                tests.append(tally.paired_test(name, self.outcomes[name][1], alpha))
             else:
-                means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
-                moved = (fell, rose, t.lost)
-                figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
+                figures.append(tally.figure_test(name, alpha))
         states = (*RESULTS[self.kind], DATA_ERROR, NO_SCORE)
         lost_from = _ranked(self.lost_from)
         result: dict[str, Any] = {
@@ -218,9 +162,9 @@ class _Score:
             "better": self.better,
             "lost": self.lost_from.total(),
             "lost_from": [{"base": b, "new": n, "count": c} for (b, n), c in lost_from],
-            "base_runs": _runs(base_runs, self.kind),
+            "base_runs": _runs(self.base_runs, self.kind),
             "new_runs": _runs(self.new_runs, self.kind),
-            "only_in_base": only_in_base,
+            "only_in_base": self.lists.pop("only_in_base"),
             "only_in_new": self.lists.pop("only_in_new"),
             "tests": tests,
             "lost_runs": self.lists.pop("lost_runs"),
@@ -255,8 +199,7 @@ def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:
 def _count(counted: AllRuns, kind: str, run: Run, why: str | None) -> None:
     outcomes = _OUTCOMES[kind].items()
     had = tuple(n for n, (has, _) in outcomes if run.state in has and n != _UNGATED)
-    diagnosed = run.state in RESULTS[kind]
-    counted.add(diagnosed, why, had, run.recall, run.precision)
+    counted.add(run.state in RESULTS[kind], why, had, run.recall, run.precision)
 
 
 def _duplicate(side: str, score: str, key: SampleKey, first: str, log: str) -> str:
@@ -280,59 +223,50 @@ def pair_runs(
     new_epochs: int,
     new_complete: bool,
 ) -> dict[str, Any]:
-    """Pair BASE's runs (held) with NEW's (as they come), and compare every
-    score. `NothingInCommon` when NEW is complete and shares no score or no
-    sample-epoch."""
-    held: dict[str, dict[SampleKey, Run]] = {}
-    base_runs: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for score, kind, sample_id, epoch, run, why in base:
-        runs, kinds[score] = held.setdefault(score, {}), kind
-        _count(base_runs.setdefault(score, AllRuns()), kind, run, why)
-        if (key := (sample_id, epoch)) in runs:
-            raise CompareError(_duplicate("BASE", score, key, runs[key].log, run.log))
-        runs[key] = run
+    """Pair BASE's runs (held) with NEW's (as they come) and compare each score;
+    `NothingInCommon` when NEW is complete and shares no score or sample-epoch."""
     scores: dict[str, _Score] = {}
+    for score, kind, sample_id, epoch, run, why in base:
+        if score not in scores:
+            scores[score] = _Score(kind, clustered, spools)
+        held, key = scores[score].held, (sample_id, epoch)
+        _count(scores[score].base_runs, kind, run, why)
+        if key in held:
+            raise CompareError(_duplicate("BASE", score, key, held[key].log, run.log))
+        held[key] = run
+    # Each NEW score's sample-epochs, and the log of each.
     seen: dict[str, dict[SampleKey, str]] = {}
-    only_in_new: Counter[str] = Counter()
     for score, kind, sample_id, epoch, run, why in new:
         key, logged = (sample_id, epoch), seen.setdefault(score, {})
         if key in logged:
             raise CompareError(_duplicate("NEW", score, key, logged[key], run.log))
         logged[key] = run.log
-        if score not in held:
-            only_in_new[score] += 1
+        if (tally := scores.get(score)) is None:
             continue
-        if score not in scores:
-            scores[score] = _Score(kind, clustered, spools)
-        tally = scores[score]
         _count(tally.new_runs, kind, run, why)
-        if (base_run := held[score].get(key)) is None:
+        if (base_run := tally.held.get(key)) is None:
             only = {"id": sample_id, "epoch": epoch, "log": run.log}
             tally.lists["only_in_new"].add(*key, only)
         else:
             tally.add(key, base_run, run)
-    if not scores and new_complete:
-        names = [
-            ", ".join(map(repr, sorted(side))) or "none" for side in (held, only_in_new)
-        ]
+    new_only = {score: len(seen[score]) for score in sorted(seen.keys() - scores)}
+    if new_complete and not scores.keys() & seen.keys():
+        names = [", ".join(map(repr, sorted(s))) or "none" for s in (scores, seen)]
         raise NothingInCommon(
             f"no tracegrade score is in both runs: BASE has {names[0]}, "
             f"NEW has {names[1]}"
         )
     compared: dict[str, list[dict[str, Any]]] = {STAGE: [], EXTRACTION: []}
-    for score in sorted(held):
+    for score, tally in sorted(scores.items()):
         # NEW lacking the score: every BASE run of it with a result is lost.
-        tally = scores.get(score) or _Score(kinds[score], clustered, spools)
-        only_in_base = spools.new()
-        for key, run in held[score].items():
+        for key, run in tally.held.items():
             if key in seen.get(score, {}):
                 continue
-            only_in_base.add(*key, {"id": key[0], "epoch": key[1], "log": run.log})
+            only = {"id": key[0], "epoch": key[1], "log": run.log}
+            tally.lists["only_in_base"].add(*key, only)
             if key[1] <= new_epochs and run.state in RESULTS[tally.kind]:
                 tally.listed("lost_runs", key, run, Run(NOT_IN_NEW))
-        counted = tally.compared(score, base_runs[score], only_in_base, alpha)
-        compared[tally.kind].append(counted)
+        compared[tally.kind].append(tally.compared(score, alpha))
     every = [*compared[STAGE], *compared[EXTRACTION]]
     if new_complete and not any(c["pairs"] for c in every):
         counts = "; ".join(
@@ -344,11 +278,8 @@ def pair_runs(
             f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
             "are they runs of the same dataset?"
         )
-    lacking = {s: len(held[s]) for s in sorted(held) if s not in scores}
-    return compared | {
-        "scores_only_in_base": lacking,
-        "scores_only_in_new": dict(sorted(only_in_new.items())),
-    }
+    base_only = {s: len(t.held) for s, t in sorted(scores.items()) if s not in seen}
+    return compared | {"scores_only_in_base": base_only, "scores_only_in_new": new_only}
 
 
 def lost_text(lost_from: list[dict[str, Any]]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from itertools import islice
@@ -13,7 +14,7 @@ from ..report.runs import Undiagnosed, plural, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
 from .build import SIDES, Comparison, lost_entries
-from .pairing import EXTRACTION, STAGE, lost_text
+from .pairing import EXTRACTION, LISTS, STAGE, lost_text
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"
@@ -48,17 +49,11 @@ _LEGEND = {
     "evals": "An eval is a log, the newest of a retried eval, or the parts of "
     "a split run; evals pair by task and model.",
 }
-# Each list of changed pairs: its key, title and what it holds.
-_LISTS = {
-    STAGE: [
-        ("regressions", "Regressions", f" (pass {ARROW} retrieval or generation)"),
-        ("fixes", "Fixes", " (now pass)"),
-    ],
-    EXTRACTION: [
-        (f"{change}_{what}", f"{change.capitalize()} {what}", "")
-        for what in ("membership", "order")
-        for change in ("lost", "gained")
-    ],
+# What a list of changed pairs holds, after its title.
+_ABOUT = {
+    "lost_runs": " (a result in BASE, none in NEW)",
+    "regressions": f" (pass {ARROW} retrieval or generation)",
+    "fixes": " (now pass)",
 }
 
 
@@ -93,13 +88,7 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
         name = pair["name"] if len(pairs) > 1 else None
         if name:
             notes = [f"{name}, {note}" for note in notes]
-            first, rest = (
-                [
-                    replace(t, key=f"{index}-{t.key}", title=f"{name}: {t.title}")
-                    for t in ts
-                ]
-                for ts in (first, rest)
-            )
+            first, rest = ([_named(t, index, name) for t in ts] for ts in (first, rest))
         sections.append(Section(name, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
     regressions = plural(gate["regressions"], "regression")
@@ -123,6 +112,10 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     return Page(
         "tracegrade compare", head, reasons, failed, summaries, [], warnings, sections
     )
+
+
+def _named(table: Table, index: int, name: str) -> Table:
+    return replace(table, key=f"{index}-{table.key}", title=f"{name}: {table.title}")
 
 
 def _would_gate(gate: dict[str, Any]) -> str:
@@ -159,10 +152,9 @@ def _pair_tables(
     first += [_tests(tests, alpha), _figures(figures)]
     notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
     notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
-    lost = ("lost_runs", "Lost results", " (a result in BASE, none in NEW)")
-    lists = [(c, *lost) for c in scores]
-    lists += [(c, *listed) for c in scores for listed in _LISTS[c["kind"]]]
-    rest = [_changes(*listed, show, option) for listed in lists]
+    lists = [(c, "lost_runs") for c in scores]
+    lists += [(c, key) for c in scores for key in LISTS[c["kind"]]]
+    rest = [_changes(c, key, show, option) for c, key in lists]
     rest += [_ids(c, show, option) for c in pair[STAGE]]
     rest += [_one_run(scores, show, option), _logs(pair)]
     return [t for t in first if t.rows], [t for t in rest if t.rows], notes
@@ -203,14 +195,13 @@ def _transitions(c: dict[str, Any]) -> Table:
     rows.append(["total", *_row(*totals), str(sum(totals))])
     # Briefly, without the states no pair is in on either side.
     held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
+    kept = [*held, len(states)]
     caption = "Pairs by state in BASE (rows) and in NEW (columns); the diagonal "
     caption += f"is unchanged. {_LEGEND[c['kind']]}"
     columns = ["BASE \\ NEW", *states, "total"]
     brief = ["BASE \\ NEW", *(states[i] for i in held), "total"]
     key, title = f"transitions-{c['score']}", f"Transitions: {c['score']}"
-    return Table(
-        key, title, caption, columns, rows, brief=brief, brief_rows=[*held, len(states)]
-    )
+    return Table(key, title, caption, columns, rows, brief=brief, brief_rows=kept)
 
 
 def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
@@ -224,10 +215,9 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
         + [format_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
         for score, t in tests
     ]
-    caption = (
-        f"{_LEGEND['tests']} With fewer than {discordant_needed(alpha)} changed "
-        f"{unit} no split can reach alpha = {alpha}: too few to tell."
-    )
+    needed = discordant_needed(alpha)
+    caption = f"{_LEGEND['tests']} With fewer than {needed} changed {unit} no split "
+    caption += f"can reach alpha = {alpha}: too few to tell."
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
     brief = columns if unit == "samples" else brief
@@ -285,40 +275,36 @@ def _ids_text(ids: list[str] | None) -> str:
     return "" if ids is None else list_ids(ids) if ids else "none"
 
 
-def _changes(
-    c: dict[str, Any], key: str, title: str, about: str, show: int, option: str
-) -> Table:
+def _changes(c: dict[str, Any], key: str, show: int, option: str) -> Table:
     stage = c["kind"] == STAGE
     brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     brief += ["missing in BASE", "missing in NEW"] if stage else []
 
     def row(x: dict[str, Any]) -> list[str]:
         base, new = x["base"], x["new"]
-        cells = [_sample(x["id"]), str(x["epoch"])]
-        cells.append(f"{base['state']} {ARROW} {new['state']}")
-        if stage:
-            cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
-        return [*cells, base["explanation"] or "", new["explanation"] or ""]
+        moved = f"{base['state']} {ARROW} {new['state']}"
+        ids = [_ids_text(base["missing"]), _ids_text(new["missing"])] if stage else []
+        said = [base["explanation"] or "", new["explanation"] or ""]
+        return [_sample(x["id"]), str(x["epoch"]), moved, *ids, *said]
 
     shown, caption, cut = _cut(
         map(row, c[key]), len(c[key]), ("pair", "pairs"), show, option
     )
     name = "lost" if key == "lost_runs" else key.replace("_", "-")
+    title = "Lost results" if key == "lost_runs" else key.replace("_", " ").capitalize()
     columns = [*brief, "BASE explanation", "NEW explanation"]
-    title = f"{title}: {c['score']}{about}"
+    title = f"{title}: {c['score']}{_ABOUT.get(key, '')}"
     return Table(
         f"{name}-{c['score']}", title, caption, columns, shown, brief=brief, cut=cut
     )
 
 
 def _ids(c: dict[str, Any], show: int, option: str) -> Table:
-    missing = {i["id"]: i["count"] for i in c["newly_missing"]}
-    found = {i["id"]: i["count"] for i in c["newly_found"]}
-    ordered = sorted(
-        missing.keys() | found.keys(),
-        key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
-    )
-    rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
+    missing = Counter({i["id"]: i["count"] for i in c["newly_missing"]})
+    found = Counter({i["id"]: i["count"] for i in c["newly_found"]})
+    # Every ID in either (each counts at least 1), most newly missing first.
+    ordered = sorted(missing | found, key=lambda i: (-missing[i], -found[i], i))
+    rows = ([show_id(i), str(missing[i]), str(found[i])] for i in ordered)
     shown, count, _ = _cut(rows, len(ordered), _IDS_CHANGED, show, option)
     title = f"Document IDs newly missing and newly found: {c['score']}"
     caption = f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation "
@@ -395,25 +381,18 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, pair in enumerate(comparison["pairs"]):
+    for index, pair in enumerate(comparison["pairs"], start=1):
         for c in _scores(pair):
             states, counts = c["states"], c["transitions"]
-            hover = [
-                [
-                    f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                    f"{plural(count, 'pair')}"
-                    for new, count in zip(states, row, strict=True)
-                ]
-                for base, row in zip(states, counts, strict=True)
-            ]
             heatmap = go.Heatmap(
                 z=counts,
                 x=states,
                 y=states,
                 text=[_row(*row) for row in counts],
                 texttemplate="%{text}",
-                customdata=hover,
-                hovertemplate="%{customdata}<extra></extra>",
+                customdata=[[plural(count, "pair") for count in row] for row in counts],
+                hovertemplate=f"BASE %{{y}} {ARROW} NEW %{{x}}: %{{customdata}}"
+                "<extra></extra>",
                 colorscale="Blues",
                 zmin=0,
                 showscale=False,
@@ -427,6 +406,6 @@ def render_html(comparison: Comparison, show: int) -> str:
                 # The first state on top, as in the table.
                 yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
             )
-            key = f"transitions-{index + 1}-{c['score']}"
-            charts[index + 1].append(chart_html(figure, key))
+            key = f"transitions-{index}-{c['score']}"
+            charts[index].append(chart_html(figure, key))
     return page_html(page, charts, get_plotlyjs())

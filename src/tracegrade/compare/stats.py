@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
-from functools import cache
+from collections import defaultdict
+from fractions import Fraction
+from functools import cache, lru_cache
 from typing import Any
 
 from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+from ..report.runs import ExactSum
 
 MCNEMAR = "exact McNemar test"
 SIGN = "exact sign test on per-sample differences"
@@ -16,9 +20,8 @@ _FIGURE = "figure alpha test pairs samples base_mean new_mean difference fell ro
 
 
 def p_value(fell: int, rose: int) -> float:
-    """Two-sided exact p of `fell` against `rose`; 1.0 when nothing moved."""
-    total = fell + rose
-    return float(binomtest(fell, total, 0.5).pvalue) if total else 1.0
+    """Two-sided exact p of `fell` against `rose`."""
+    return float(binomtest(fell, fell + rose, 0.5).pvalue)
 
 
 @cache
@@ -68,65 +71,90 @@ def _tested(
     }
 
 
-def paired_test(
-    outcome: str,
-    higher_is_better: bool,
-    alpha: float,
-    counts: tuple[int, int, int, int, int],
-    clusters: tuple[int, int, int] | None,
-) -> dict[str, Any]:
-    """`counts` are pairs, base_count, new_count, b and c; `clusters`, with
-    several epochs, samples, fell and rose for the sign test."""
-    pairs, _, _, b, c = counts
-    if clusters is None:
-        (samples, fell, rose), name, what = (pairs, b, c), MCNEMAR, "pairs"
-        moved = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
-        moved += "only (exact McNemar test)"
-    else:
-        (samples, fell, rose), name, what = clusters, SIGN, "samples"
+@lru_cache(maxsize=1 << 12)
+def _share(value: float) -> Fraction:
+    """The share of two small integers `value` is, so moves that cancel do."""
+    return Fraction(value).limit_denominator(1 << 24)
+
+
+class Tally:
+    """An outcome or figure over the pairs with it on both sides, and its test;
+    `clustered` (several epochs) makes the sample the unit."""
+
+    def __init__(self, clustered: bool) -> None:
+        self.clustered = clustered
+        self.pairs = self.b = self.c = self.lost = 0
+        self.base, self.new = ExactSum(), ExactSum()
+        self.by_sample: defaultdict[int | str, Any] = defaultdict(int)
+
+    def add(
+        self, sample: int | str, before: float | None, after: float | None, has: bool
+    ) -> Any:
+        if before is None or after is None:
+            # A run that lost its result is lost already, as a run.
+            self.lost += before is not None and has
+            return 0
+        moved = _share(after) - _share(before) if self.clustered else after - before
+        self.pairs += 1
+        self.base.add(before)
+        self.new.add(after)
+        self.b += moved < 0
+        self.c += moved > 0
+        if self.clustered:
+            self.by_sample[sample] += moved
+        return moved
+
+    def samples(self) -> tuple[int, int, int]:
+        if not self.clustered:
+            return self.pairs, self.b, self.c
+        moves = self.by_sample.values()
+        return len(moves), sum(m < 0 for m in moves), sum(m > 0 for m in moves)
+
+    def paired_test(self, outcome: str, higher: bool, alpha: float) -> dict[str, Any]:
+        """McNemar's test of b against c, or with epochs the sign test."""
+        pairs, b, c = self.pairs, self.b, self.c
+        samples, fell, rose = self.samples()
+        if not self.clustered:
+            name, what = MCNEMAR, "pairs"
+            moved = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
+            moved += "only (exact McNemar test)"
+        else:
+            name, what = SIGN, "samples"
+            moved = (
+                f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
+                f"in fewer of their epochs in NEW and {rose} in more (exact sign "
+                "test, the sample as the unit: a sample's epochs are not independent "
+                "evidence)"
+            )
+        if pairs:
+            nothing = f"none of the {pairs} pairs changed {outcome}, so the test has "
+            nothing += "nothing to weigh."
+        else:
+            nothing = f"no pair was tested for {outcome}."
+        difference = (c - b) / pairs if pairs else None
+        values = [outcome, higher, alpha, name, pairs, samples, int(self.base.total)]
+        values += [int(self.new.total), b, c, fell, rose, None, difference]
+        head = dict(zip(_PAIRED.split(), values, strict=True))
+        needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
+        return _tested(head, higher, moved, needed, nothing)
+
+    def figure_test(self, figure: str, alpha: float) -> dict[str, Any]:
+        """The figure's means on each side and the sign test of its samples."""
+        pairs, (samples, fell, rose) = self.pairs, self.samples()
+        base, new = self.base.mean(pairs), self.new.mean(pairs)
+        difference = None if base is None or new is None else new - base
+        name = "exact sign test on per-sample mean differences"
+        values = [figure, alpha, name, pairs, samples, base, new, difference]
+        values += [fell, rose]
         moved = (
-            f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
-            f"in fewer of their epochs in NEW and {rose} in more (exact sign "
-            "test, the sample as the unit: a sample's epochs are not independent "
-            "evidence)"
+            f"of {samples} samples ({pairs} paired runs with {figure} on both "
+            f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
+            "on per-sample mean differences)"
         )
-    if pairs:
-        nothing = f"none of the {pairs} pairs changed {outcome}, so the test has "
-        nothing += "nothing to weigh."
-    else:
-        nothing = f"no pair was tested for {outcome}."
-    difference = (c - b) / pairs if pairs else None
-    values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
-    head = dict(
-        zip(_PAIRED.split(), (*values, fell, rose, None, difference), strict=True)
-    )
-    needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
-    return _tested(head, higher_is_better, moved, needed, nothing)
-
-
-def figure_test(
-    figure: str,
-    alpha: float,
-    pairs: int,
-    samples: int,
-    means: tuple[float | None, float | None],
-    moves: tuple[int, int, int],
-) -> dict[str, Any]:
-    """A figure's means over the pairs that have it, and the sign test of its
-    samples; `moves` are fell, rose and the pairs that lost the figure."""
-    (base, new), (fell, rose, lost) = means, moves
-    difference = None if base is None or new is None else new - base
-    name = "exact sign test on per-sample mean differences"
-    values = (figure, alpha, name, pairs, samples, base, new, difference, fell, rose)
-    moved = (
-        f"of {samples} samples ({pairs} paired runs with {figure} on both "
-        f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
-        "on per-sample mean differences)"
-    )
-    if pairs:
-        nothing = f"{figure} moved in none of the {samples} samples ({pairs} "
-        nothing += "paired runs), so the test has nothing to weigh."
-    else:
-        nothing = f"no pair has {figure} on both sides."
-    head = dict(zip(_FIGURE.split(), values, strict=True))
-    return _tested(head, True, moved, "", nothing) | {"lost": lost}
+        if pairs:
+            nothing = f"{figure} moved in none of the {samples} samples ({pairs} "
+            nothing += "paired runs), so the test has nothing to weigh."
+        else:
+            nothing = f"no pair has {figure} on both sides."
+        head = dict(zip(_FIGURE.split(), values, strict=True))
+        return _tested(head, True, moved, "", nothing) | {"lost": self.lost}
