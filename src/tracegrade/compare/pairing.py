@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from ..core.errors import quote
-from ..report.runs import AllRuns, plural, undiagnosed
+from ..report.runs import AllRuns, plural, ranked, undiagnosed
 from .spool import Spools
 from .stats import Tally
 
@@ -151,7 +151,7 @@ class _Score:
             else:
                 figures.append(tally.figure_test(name, alpha))
         states = (*RESULTS[self.kind], DATA_ERROR, NO_SCORE)
-        lost_from = _ranked(self.lost_from)
+        lost_from = ranked(self.lost_from)
         result: dict[str, Any] = {
             "score": score,
             "kind": self.kind,
@@ -171,7 +171,7 @@ class _Score:
         }
         if self.kind == EXTRACTION:
             return result | self.lists
-        found = (_ranked(ids) for ids in (self.newly_missing, self.newly_found))
+        found = (ranked(ids) for ids in (self.newly_missing, self.newly_found))
         missing, found_again = ([{"id": i, "count": n} for i, n in f] for f in found)
         return result | {
             "figures": figures,
@@ -180,11 +180,6 @@ class _Score:
             "newly_missing": missing,
             "newly_found": found_again,
         }
-
-
-def _ranked(counter: Counter[Any]) -> list[tuple[Any, int]]:
-    """Most first; ties in order of the key, so the list is stable."""
-    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 SAMPLE_ERROR: Final = "sample-error"
 NO_SCORE: Final = "no-score"
@@ -25,8 +25,8 @@ def plural(count: int, one: str) -> str:
     return f"{count} {one}{'s' * (count != 1)}"
 
 
-def ranked(counts: Counter[str]) -> list[tuple[str, int]]:
-    """Most first; ties in code point order, so the list is stable."""
+def ranked(counts: Counter[Any]) -> list[tuple[Any, int]]:
+    """Most first; ties in key order (code point order for text): a stable list."""
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
