@@ -41,12 +41,11 @@ from .run import (
     RangeJob,
     RangeOutcome,
     ScoreRun,
-    ScoreSummary,
     log_location,
     metrics_of,
     new_identity,
 )
-from .scoring import TASKS, DiskIds
+from .scoring import TASKS, DiskIds, ScoreSummary
 
 # Input bytes from which workers score by default (a sixteenth of it with
 # --workers): a worker's start costs seconds (docs/speed.md).
@@ -174,7 +173,7 @@ class WorkersRun:
             try:
                 self.inner.score_lines(advance)
             finally:
-                self.last_line = self.inner.last_line
+                self.last_line = self.inner.summary.lines
             self.outcomes = [self.inner.outcome()]
             self._sum_counts()
             return
