@@ -49,17 +49,13 @@ def _no_value(_: Any) -> None:
     return None
 
 
-def _json_bytes(value: Any, indent: int | None = None) -> bytes:
-    serialised: bytes = to_json_safe(value, indent=indent)
-    return serialised
-
-
 def sample_json(data: Any, indent: int | None = None) -> bytes:
     """Inspect's `to_json_safe`, in one pass for data JSON-safe but for scores."""
     try:
         return to_json(data, indent=indent, exclude_none=True, fallback=_no_value)
     except PydanticSerializationError:
-        return _json_bytes(data, indent)
+        serialised: bytes = to_json_safe(data, indent=indent)
+        return serialised
 
 
 # `EvalSample.summary()`'s rules, mirrored for speed (`_inspect_internals`).
@@ -263,7 +259,7 @@ class EvalArchive:
             # The header readers read until the log has its own.
             version = EvalLog.model_fields["version"].default
             start = {"version": version, "eval": eval_spec, "plan": plan}
-            self._add("_journal/start.json", _json_bytes(start))
+            self._add("_journal/start.json", to_json_safe(start))
         except BaseException:
             self.abort()
             raise
@@ -354,7 +350,7 @@ class EvalArchive:
         )
         summaries.close()
         self._add_streamed("reductions.json", _reductions_json(reductions))
-        self._add("header.json", _json_bytes(_header(header)))
+        self._add("header.json", to_json_safe(_header(header)))
         self._zip.close()
         # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
         self._zip = None
@@ -392,7 +388,7 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
 
 def _reductions_head(reductions: EvalSampleReductions) -> bytes:
     """A reduction serialised up to its samples' opening bracket."""
-    head = _json_bytes(reductions.model_copy(update={"samples": []}))
+    head = to_json_safe(reductions.model_copy(update={"samples": []}))
     if not head.endswith(b"[]}"):
         raise RuntimeError("Inspect's reductions did not serialise as expected")
     return head[:-2]
