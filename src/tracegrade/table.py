@@ -119,10 +119,7 @@ def _ddl_type(kind: pa.DataType) -> str:
     if pa.types.is_list(kind):
         return f"array<{_ddl_type(kind.value_type)}>"
     if pa.types.is_struct(kind):
-        fields = [kind.field(position) for position in range(kind.num_fields)]
-        listed = ", ".join(
-            f"`{field.name}`: {_ddl_type(field.type)}" for field in fields
-        )
+        listed = ", ".join(f"`{field.name}`: {_ddl_type(field.type)}" for field in kind)
         return f"struct<{listed}>"
     return {"string": "string", "bool": "boolean", "double": "double"}.get(
         str(kind), "bigint"

@@ -356,9 +356,7 @@ class WorkersRun:
         for path in [*begun, *self.published]:
             if path in self.published or path.endswith((PARTIAL_SUFFIX, ".results")):
                 try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+                    Path(path).unlink(missing_ok=True)
                 except OSError:
                     left.append(path)
         return [path for path in left if path is not None]
