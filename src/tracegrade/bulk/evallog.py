@@ -259,7 +259,7 @@ class EvalArchive:
             # The header readers read until the log has its own.
             version = EvalLog.model_fields["version"].default
             start = {"version": version, "eval": eval_spec, "plan": plan}
-            self._add("_journal/start.json", to_json_safe(start))
+            self._add("_journal/start.json", to_json_safe(start, indent=None))
         except BaseException:
             self.abort()
             raise
@@ -350,7 +350,7 @@ class EvalArchive:
         )
         summaries.close()
         self._add_streamed("reductions.json", _reductions_json(reductions))
-        self._add("header.json", to_json_safe(_header(header)))
+        self._add("header.json", to_json_safe(_header(header), indent=None))
         self._zip.close()
         # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
         self._zip = None
@@ -388,7 +388,7 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
 
 def _reductions_head(reductions: EvalSampleReductions) -> bytes:
     """A reduction serialised up to its samples' opening bracket."""
-    head = to_json_safe(reductions.model_copy(update={"samples": []}))
+    head = to_json_safe(reductions.model_copy(update={"samples": []}), indent=None)
     if not head.endswith(b"[]}"):
         raise RuntimeError("Inspect's reductions did not serialise as expected")
     return head[:-2]

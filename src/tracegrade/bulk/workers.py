@@ -170,12 +170,13 @@ class WorkersRun:
         if self.ranges is None:
             self.inner = ScoreRun(self.job, self.stream)
             self.inner.open()
+            # One range: its counts are the run's.
+            self.summary, self.timings = self.inner.summary, self.inner.timings
             try:
                 self.inner.score_lines(advance)
             finally:
-                self.last_line = self.inner.summary.lines
+                self.last_line = self.summary.lines
             self.outcomes = [self.inner.outcome()]
-            self._sum_counts()
             return
         count = len(self.ranges)
         jobs = [
@@ -265,9 +266,6 @@ class WorkersRun:
             self._gather_results()
         else:
             self.inner.finish()
-            self.outcomes = [self.inner.outcome()]
-            self._sum_counts()
-            self.summary.warnings = self.inner.summary.warnings
         if self.results is not None:
             self.results.flush_to_disk()
         logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
