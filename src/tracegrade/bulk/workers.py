@@ -55,12 +55,7 @@ _JOIN: Final = 5.0  # seconds a killed or idle worker is given to end
 
 
 def default_workers() -> int:
-    count = getattr(os, "process_cpu_count", os.cpu_count)()
-    return max(1, count or 1)
-
-
-class WorkerDied(OutputError):
-    """A worker ended without an answer (killed, or out of memory)."""
+    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
 
 
 def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
@@ -107,7 +102,7 @@ def _result(future: Future[RangeOutcome]) -> RangeOutcome:
             try:
                 return future.result(timeout=_WAIT)
             except BrokenProcessPool:
-                raise WorkerDied(
+                raise OutputError(
                     "a scoring worker process ended without a word "
                     "(killed, or out of memory)"
                 ) from None
