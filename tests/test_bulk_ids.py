@@ -19,17 +19,13 @@ def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
     assert set("".join(ids)) == set(_ID_ALPHABET)
 
 
-# --- DiskIds: the duplicate check of `tracegrade check` and `tracegrade score` --
-
-
 def _dict_first_lines(ids: Sequence[str]) -> list[int | None]:
     """What a plain dict says: the reference `DiskIds` must agree with."""
     seen: dict[str, int] = {}
-    answers: list[int | None] = []
-    for line, sample_id in enumerate(ids, start=1):
-        first = seen.setdefault(sample_id, line)
-        answers.append(first if first != line else None)
-    return answers
+    return [
+        None if (first := seen.setdefault(sample_id, line)) == line else first
+        for line, sample_id in enumerate(ids, start=1)
+    ]
 
 
 # Lone surrogates are valid JSON string ids, each distinct, and two of them

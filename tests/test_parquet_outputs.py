@@ -28,11 +28,15 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
-@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
+# 8,189 records and the three bad lines: the last batch of 8,192 rows is full.
+@pytest.mark.parametrize(
+    ("task", "count"),
+    [("stage_diagnosis", 300), ("ordered_extraction", 300), ("stage_diagnosis", 8_189)],
+)
 def test_parquet_results_are_the_json_lines_results_as_columns(
-    tmp_path: Path, task: str
+    tmp_path: Path, task: str, count: int
 ) -> None:
-    records = random_records(task, 300, seed=5)
+    records = random_records(task, count, seed=5)
     path = tmp_path / "runs.jsonl"
     write_records(path, records)
     _, jsonl = score_file(task, str(path), tmp_path / "logs")

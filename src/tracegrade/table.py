@@ -119,10 +119,7 @@ def _ddl_type(kind: pa.DataType) -> str:
     if pa.types.is_list(kind):
         return f"array<{_ddl_type(kind.value_type)}>"
     if pa.types.is_struct(kind):
-        fields = [kind.field(position) for position in range(kind.num_fields)]
-        listed = ", ".join(
-            f"`{field.name}`: {_ddl_type(field.type)}" for field in fields
-        )
+        listed = ", ".join(f"`{field.name}`: {_ddl_type(field.type)}" for field in kind)
         return f"struct<{listed}>"
     return {"string": "string", "bool": "boolean", "double": "double"}.get(
         str(kind), "bigint"
@@ -329,8 +326,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
 
     if task == "stage_diagnosis":
         staged = read_stage(score.value, score.metadata)
-        error = staged.error
-        lost = staged.lost
+        error, lost, pipeline = staged.error, staged.lost, staged.steps
         diagnosed = staged.stage in DIAGNOSED_STAGES
         cells: tuple[Any, ...] = (staged.stage, staged.missing)
         if steps:
@@ -338,9 +334,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
         cells += (staged.recall, staged.precision, staged.required)
         cells += (staged.labelled_correct if diagnosed else None,)
         if steps:
-            step_cells = None
-            if staged.steps is not None:
-                step_cells = [vars(step) for step in staged.steps]
+            step_cells = None if pipeline is None else [vars(step) for step in pipeline]
             cells += (step_cells, staged.context_size)
     else:
         graded = read_extraction(score.value, score.metadata)

@@ -49,36 +49,22 @@ def _no_value(_: Any) -> None:
     return None
 
 
-def _json_bytes(value: Any, indent: int | None = None) -> bytes:
-    serialised: bytes = to_json_safe(value, indent=indent)
-    return serialised
-
-
 def sample_json(data: Any, indent: int | None = None) -> bytes:
     """Inspect's `to_json_safe`, in one pass for data JSON-safe but for scores."""
     try:
         return to_json(data, indent=indent, exclude_none=True, fallback=_no_value)
     except PydanticSerializationError:
-        return _json_bytes(data, indent)
+        serialised: bytes = to_json_safe(data, indent=indent)
+        return serialised
 
 
 # `EvalSample.summary()`'s rules, mirrored for speed (`_inspect_internals`).
 # `EvalSample` fields a summary copies when they are set, in summary order.
 _COPIED_BEFORE_ERROR = (
-    "model_fallbacks",
-    "started_at",
-    "completed_at",
-    "total_time",
-    "working_time",
-    "uuid",
+    "model_fallbacks started_at completed_at total_time working_time uuid"
 )
 _COPIED_AFTER_COUNTS = (
-    "turn_count",
-    "token_limit",
-    "token_limit_type",
-    "token_limit_usage",
-    "message_limit",
-    "time_limit",
+    "turn_count token_limit token_limit_type token_limit_usage message_limit time_limit"
 )
 
 
@@ -98,23 +84,22 @@ def _thin_text(text: str) -> str:
 
 
 def _thin_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    if _json_length_within(metadata, METADATA_VALUE_LIMIT):
-        # Then each value alone is short enough too: one serialisation.
-        return {
-            key: _thin_text(value) if isinstance(value, str) else value
-            for key, value in metadata.items()
-        }
-    thinned: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if value is None or isinstance(value, (int, float)):  # bool is an int
-            thinned[key] = value
-        elif isinstance(value, str):
-            thinned[key] = _thin_text(value)
-        elif _json_length_within(value, METADATA_VALUE_LIMIT):
-            thinned[key] = value
-        else:
-            thinned[key] = METADATA_VALUE_REMOVED
-    return thinned
+    # When the whole is short enough, each value is too: one serialisation.
+    fits = _json_length_within(metadata, METADATA_VALUE_LIMIT)
+    return {key: _thin_value(value, fits) for key, value in metadata.items()}
+
+
+def _thin_value(value: Any, fits: bool) -> Any:
+    if isinstance(value, str):
+        return _thin_text(value)
+    if (
+        fits
+        or value is None
+        or isinstance(value, (int, float))  # bool is an int
+        or _json_length_within(value, METADATA_VALUE_LIMIT)
+    ):
+        return value
+    return METADATA_VALUE_REMOVED
 
 
 def _json_length_within(value: Any, limit: int) -> bool:
@@ -185,7 +170,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
         summary["scores"] = {name: _thin_score(score) for name, score in scores.items()}
     summary["model_usage"] = sample.get("model_usage") or {}
     summary["role_usage"] = sample.get("role_usage") or {}
-    for key in _COPIED_BEFORE_ERROR:
+    for key in _COPIED_BEFORE_ERROR.split():
         if (value := sample.get(key)) is not None:
             summary[key] = _utc_iso(value) if key.endswith("ed_at") else value
     if (error := sample.get("error")) is not None:
@@ -198,7 +183,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
         summary["retries"] = len(retries)
     summary["completed"] = True
     summary["message_count"] = len(sample.get("messages") or [])
-    for key in _COPIED_AFTER_COUNTS:
+    for key in _COPIED_AFTER_COUNTS.split():
         if (value := sample.get(key)) is not None:
             summary[key] = value
     return summary
@@ -263,7 +248,7 @@ class EvalArchive:
             # The header readers read until the log has its own.
             version = EvalLog.model_fields["version"].default
             start = {"version": version, "eval": eval_spec, "plan": plan}
-            self._add("_journal/start.json", _json_bytes(start))
+            self._add("_journal/start.json", to_json_safe(start, indent=None))
         except BaseException:
             self.abort()
             raise
@@ -354,7 +339,7 @@ class EvalArchive:
         )
         summaries.close()
         self._add_streamed("reductions.json", _reductions_json(reductions))
-        self._add("header.json", _json_bytes(_header(header)))
+        self._add("header.json", to_json_safe(_header(header), indent=None))
         self._zip.close()
         # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
         self._zip = None
@@ -392,7 +377,7 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
 
 def _reductions_head(reductions: EvalSampleReductions) -> bytes:
     """A reduction serialised up to its samples' opening bracket."""
-    head = _json_bytes(reductions.model_copy(update={"samples": []}))
+    head = to_json_safe(reductions.model_copy(update={"samples": []}), indent=None)
     if not head.endswith(b"[]}"):
         raise RuntimeError("Inspect's reductions did not serialise as expected")
     return head[:-2]

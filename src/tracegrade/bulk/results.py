@@ -92,14 +92,12 @@ def _split_views(metrics: Metrics) -> _Views:
     def keep(modes: set[str]) -> Metrics | None:
         if isinstance(metrics, dict):
             return keep_by_key(metrics, modes) or None
-        kept: list[Any] = []
-        for item in metrics:
-            if isinstance(item, dict):
-                if by_key := keep_by_key(item, modes):
-                    kept.append(by_key)
-            elif metric_scores(item) in modes:
-                kept.append(item)
-        return kept or None
+        kept = [
+            keep_by_key(item, modes) if isinstance(item, dict) else item
+            for item in metrics
+            if isinstance(item, dict) or metric_scores(item) in modes
+        ]
+        return [item for item in kept if item] or None
 
     return _Views(keep({"auto", "reduced"}), keep({"unreduced"}))
 
@@ -251,10 +249,9 @@ class RunResults:
             shared = {"record": {"correct": True} if labelled else {}, "error": None}
             if kind_side is not None:
                 shared["error"] = {"kind": kind_side[0], "side": kind_side[1]}
-            if has_recall:
-                shared["recall"] = None
-            if has_precision:
-                shared["precision"] = None
+            shared |= dict.fromkeys(
+                ["recall"] * has_recall + ["precision"] * has_precision
+            )
             if steps is not None:
                 shared["step_recall"] = dict(steps)
             self._shared["metadata", key] = shared

@@ -8,7 +8,7 @@ import functools
 import json
 import math
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -45,9 +45,8 @@ from .._inspect_internals import (
 )
 from ..core import canonical_json
 from ..datasets import FixtureCase, case_sample_fields
-from ..lines import is_blank, read_lines
+from ..lines import read_lines
 from ..outputs import OutputError
-from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..scorers.outcome import data_error, error_info
 from ..table import arrow_column, problem_cells, result_schema, score_cells
@@ -57,7 +56,16 @@ from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
 from .results import LightScores, RunResults
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
-from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer, Problem, replayed_store
+from .scoring import (
+    TASKS,
+    DiskIds,
+    LineScorer,
+    Problem,
+    ScoredLine,
+    ScoreSummary,
+    replayed_store,
+    scored_lines,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -155,55 +163,6 @@ def unreadable_explanation(line: int, problem: Problem) -> str:
 
 
 @dataclass
-class ScoreSummary:
-    task: str
-    path: str
-    lines: int = 0
-    blank: int = 0
-    records: int = 0
-    scored: int = 0
-    answer_failures: Counter[str] = field(default_factory=Counter)
-    not_scored: Counter[str] = field(default_factory=Counter)
-    line_errors: int = 0
-    logs: list[str] = field(default_factory=list)
-    results: str | None = None
-    seconds: float = 0.0
-    metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
-    # Over every run with a figure, labelled or not (the logged metrics see
-    # only the scored runs).
-    recall: ExactSum = field(default_factory=ExactSum)
-    precision: ExactSum = field(default_factory=ExactSum)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        shares = {
-            name: {"mean": figure.mean(figure.count), "runs": figure.count}
-            for name, figure in (("recall", self.recall), ("precision", self.precision))
-        }
-        rate = round(self.records / self.seconds, 1) if self.seconds else None
-        return {
-            "task": self.task,
-            "path": self.path,
-            "log": self.logs[0] if len(self.logs) == 1 else None,
-            "logs": self.logs,
-            "results": self.results,
-            "lines": self.lines,
-            "blank": self.blank,
-            "records": self.records,
-            "scored": self.scored,
-            "not_scored": sum(self.not_scored.values()),
-            "line_errors": self.line_errors,
-            "answer_failures": sum(self.answer_failures.values()),
-            "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
-            "metrics": self.metrics,
-            **shares,
-            "seconds": round(self.seconds, 3),
-            "samples_per_second": rate,
-            "warnings": self.warnings,
-        }
-
-
-@dataclass
 class RangeOutcome:
     summary: ScoreSummary
     presence: FieldPresence
@@ -228,7 +187,6 @@ class ScoreRun:
         self.line_like_ids: set[str] = set()
         self._parts: list[_Part] = []
         self.parquet: ParquetResults | None = None
-        self.last_line = 0
 
     def open(self) -> None:
         """Begin the first log."""
@@ -252,60 +210,31 @@ class ScoreRun:
             self.parquet = ParquetResults(self.stream, self.job.task)
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
-        """Score every line; `advance` is told the bytes read so far (None
-        from a pipe), for a progress bar."""
-        job, summary = self.job, self.summary
+        job = self.job
         lines = (
             read_lines(job.path)
             if job.lines is None
             else read_range(job.path, job.lines)
         )
-        for raw in lines:
-            self.last_line = raw.number
-            summary.lines += 1
-            advance(raw.bytes_read)
-            if is_blank(raw.text):
-                summary.blank += 1
-            else:
-                summary.records += 1
-                self._score_line(raw.number, raw.text)
+        records = scored_lines(lines, self.scorer, self.summary, self.presence, advance)
+        started_at, started = _now(), perf_counter()
+        for text, scored in records:
+            try:
+                if scored.case is not None and scored.score is not None:
+                    seconds = perf_counter() - started
+                    self.add_sample(scored.case, scored.score, started_at, seconds)
+                else:
+                    assert scored.problem is not None
+                    self.add_unreadable(scored.line, text, scored.problem)
+            except OSError as error:
+                raise self._naming_the_logs(error) from None
+            writing = perf_counter()
+            self._write_result(scored)
+            self.timings["jsonl"] += perf_counter() - writing
+            started_at, started = _now(), perf_counter()
 
-    def _score_line(self, number: int, text: str) -> None:
-        started_at = _now()
-        started = perf_counter()
-        _, sample_id, case, score, problem = self.scorer.score_line(number, text)
-        try:
-            if case is not None and score is not None:
-                self.presence.note(case.input)
-                self.add_sample(case, score, started_at, perf_counter() - started)
-            else:
-                assert problem is not None
-                self.add_unreadable(number, text, problem)
-        except OSError as error:
-            raise self._naming_the_logs(error) from None
-        summary = self.summary
-        if problem is None or problem.side == "answer":
-            summary.scored += 1
-            if problem is not None:
-                summary.answer_failures[problem.kind] += 1
-        else:
-            summary.not_scored[problem.kind] += 1
-            summary.line_errors += problem.kind in LINE_ERRORS
-        metadata = {} if score is None else score.metadata or {}
-        for name in ("recall", "precision"):
-            if (figure := metadata.get(name)) is not None:
-                getattr(summary, name).add(figure)
-        writing = perf_counter()
-        self._write_result(number, sample_id, score, problem)
-        self.timings["jsonl"] += perf_counter() - writing
-
-    def _write_result(
-        self,
-        line: int,
-        sample_id: str | None,
-        score: Score | None,
-        problem: Problem | None,
-    ) -> None:
+    def _write_result(self, scored: ScoredLine) -> None:
+        line, sample_id, _, score, problem = scored
         task = self.job.task
         # Every stage row has `lost`: the columns are fixed before the first
         # record shows whether any has steps.
@@ -315,14 +244,12 @@ class ScoreRun:
             if self.parquet is not None:
                 cells = problem_cells(task, problem.as_json(), steps=steps)
                 return self.parquet.add(line, sample_id, cells)
-            explanation = unreadable_explanation(line, problem)
             entry: dict[str, Any] = {"value": None, "result": None}
-            entry["explanation"] = explanation
+            entry["explanation"] = unreadable_explanation(line, problem)
             entry["error"] = problem.as_json()
         elif self.parquet is not None:
-            return self.parquet.add(
-                line, sample_id, score_cells(task, score, steps=steps)
-            )
+            cells = score_cells(task, score, steps=steps)
+            return self.parquet.add(line, sample_id, cells)
         else:
             metadata = score.metadata or {}
             nan = isinstance(score.value, float) and math.isnan(score.value)

@@ -69,8 +69,6 @@ class SampleTemplates:
     user_message: dict[str, Any]
     no_output: dict[str, Any]
     replay_output: dict[str, Any]
-    replay_choice: dict[str, Any]
-    replay_message: dict[str, Any]
 
     @classmethod
     def make(cls) -> SampleTemplates:
@@ -90,19 +88,10 @@ class SampleTemplates:
             error_retries=[],
             turn_count=0,
         )
-
-        def dump(model: BaseModel) -> dict[str, Any]:
-            return model.model_dump(mode="json", exclude_none=True)
-
-        replayed = dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
-        (choice,) = replayed["choices"]
         return cls(
-            sample=dump(empty),
-            user_message=dump(ChatMessageUser(content="", source="input")),
-            no_output=dump(ModelOutput(model=MODEL)),
-            replay_output=replayed,
-            replay_choice=choice,
-            replay_message=choice["message"],
+            *(_dump(empty), _dump(ChatMessageUser(content="", source="input"))),
+            _dump(ModelOutput(model=MODEL)),
+            _dump(ModelOutput.from_content(model=REPLAY_MODEL, content="")),
         )
 
     def build(self, parts: SampleParts) -> dict[str, Any]:
@@ -112,14 +101,14 @@ class SampleTemplates:
             {**self.user_message, "id": uuid(), "content": parts.input}
         ]
         answer = parts.answer
-        if answer is None:
-            output = self.no_output
-        else:
-            message = {**self.replay_message, "id": uuid(), "content": answer}
+        output = self.no_output
+        if answer is not None:
+            (choice,) = self.replay_output["choices"]
+            message = {**choice["message"], "id": uuid(), "content": answer}
             messages.append(message)
             output = {
                 **self.replay_output,
-                "choices": [{**self.replay_choice, "message": message}],
+                "choices": [{**choice, "message": message}],
                 "completion": answer,
             }
         seconds = round(parts.seconds, 3)
@@ -139,3 +128,7 @@ class SampleTemplates:
             "working_time": seconds,
             "uuid": uuid(),
         }
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)

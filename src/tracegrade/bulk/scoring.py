@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, NamedTuple
@@ -21,7 +21,8 @@ from ..datasets import (
     FixtureCase,
     parse_case_line,
 )
-from ..lines import MALFORMED_JSON
+from ..lines import MALFORMED_JSON, RawLine, is_blank
+from ..report.runs import ExactSum
 from ..schema import ErrorSide
 from ..scorers import ordered_extraction_scorer, stage_diagnosis_scorer
 from ..scorers.store import context_store_key, steps_store_key
@@ -32,6 +33,7 @@ from ..tasks.recorded import (
     extraction_input_score,
     stage_input_score,
 )
+from .presence import FieldPresence
 
 # Lines that cannot become a sample; `inspect eval` refuses a file of them.
 LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
@@ -74,6 +76,71 @@ class BulkTask(NamedTuple):
     target_field: str | None
     read_from: dict[str, str]
     score_input: Callable[[dict[str, Any]], Score]
+
+
+Number = int | float
+
+
+@dataclass
+class ScoreSummary:
+    """A file's lines counted as `score` and `check` count them."""
+
+    task: str
+    path: str
+    lines: int = 0
+    blank: int = 0
+    records: int = 0
+    scored: int = 0
+    answer_failures: Counter[str] = field(default_factory=Counter)
+    not_scored: Counter[str] = field(default_factory=Counter)
+    line_errors: int = 0
+    logs: list[str] = field(default_factory=list)
+    results: str | None = None
+    seconds: float = 0.0
+    metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
+    # Over every run with a figure, labelled or not (the logged metrics see
+    # only the scored runs).
+    recall: ExactSum = field(default_factory=ExactSum)
+    precision: ExactSum = field(default_factory=ExactSum)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    def count(self, problem: Problem | None, score: Score | None) -> None:
+        if problem is not None:
+            answer = problem.side == "answer"
+            (self.answer_failures if answer else self.not_scored)[problem.kind] += 1
+            self.line_errors += problem.kind in LINE_ERRORS
+        self.scored += problem is None or problem.side == "answer"
+        metadata = {} if score is None else score.metadata or {}
+        for name in ("recall", "precision"):
+            if (figure := metadata.get(name)) is not None:
+                getattr(self, name).add(figure)
+
+    def as_json(self) -> dict[str, Any]:
+        shares = {
+            name: {"mean": figure.mean(figure.count), "runs": figure.count}
+            for name, figure in (("recall", self.recall), ("precision", self.precision))
+        }
+        rate = round(self.records / self.seconds, 1) if self.seconds else None
+        return {
+            "task": self.task,
+            "path": self.path,
+            "log": self.logs[0] if len(self.logs) == 1 else None,
+            "logs": self.logs,
+            "results": self.results,
+            "lines": self.lines,
+            "blank": self.blank,
+            "records": self.records,
+            "scored": self.scored,
+            "not_scored": sum(self.not_scored.values()),
+            "line_errors": self.line_errors,
+            "answer_failures": sum(self.answer_failures.values()),
+            "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
+            "metrics": self.metrics,
+            **shares,
+            "seconds": round(self.seconds, 3),
+            "samples_per_second": rate,
+            "warnings": self.warnings,
+        }
 
 
 def _extraction_scorer() -> Scorer:
@@ -186,3 +253,26 @@ class LineScorer:
         recorded = (score.metadata or {}).get("error")
         problem = None if recorded is None else Problem(**recorded)
         return ScoredLine(number, case.id, case, score, problem)
+
+
+def scored_lines(
+    lines: Iterable[RawLine],
+    scorer: LineScorer,
+    summary: ScoreSummary,
+    presence: FieldPresence,
+    advance: Callable[[int | None], None],
+) -> Iterator[tuple[str, ScoredLine]]:
+    """Each record of `lines` and its score, every line counted into `summary`;
+    `advance` is told the bytes read so far (None from a pipe)."""
+    for raw in lines:
+        summary.lines += 1
+        advance(raw.bytes_read)
+        if is_blank(raw.text):
+            summary.blank += 1
+            continue
+        summary.records += 1
+        scored = scorer.score_line(raw.number, raw.text)
+        if scored.case is not None:
+            presence.note(scored.case.input)
+        summary.count(scored.problem, scored.score)
+        yield raw.text, scored

@@ -41,12 +41,11 @@ from .run import (
     RangeJob,
     RangeOutcome,
     ScoreRun,
-    ScoreSummary,
     log_location,
     metrics_of,
     new_identity,
 )
-from .scoring import TASKS, DiskIds
+from .scoring import TASKS, DiskIds, ScoreSummary
 
 # Input bytes from which workers score by default (a sixteenth of it with
 # --workers): a worker's start costs seconds (docs/speed.md).
@@ -56,12 +55,7 @@ _JOIN: Final = 5.0  # seconds a killed or idle worker is given to end
 
 
 def default_workers() -> int:
-    count = getattr(os, "process_cpu_count", os.cpu_count)()
-    return max(1, count or 1)
-
-
-class WorkerDied(OutputError):
-    """A worker ended without an answer (killed, or out of memory)."""
+    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
 
 
 def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
@@ -108,7 +102,7 @@ def _result(future: Future[RangeOutcome]) -> RangeOutcome:
             try:
                 return future.result(timeout=_WAIT)
             except BrokenProcessPool:
-                raise WorkerDied(
+                raise OutputError(
                     "a scoring worker process ended without a word "
                     "(killed, or out of memory)"
                 ) from None
@@ -171,12 +165,13 @@ class WorkersRun:
         if self.ranges is None:
             self.inner = ScoreRun(self.job, self.stream)
             self.inner.open()
+            # One range: its counts are the run's.
+            self.summary, self.timings = self.inner.summary, self.inner.timings
             try:
                 self.inner.score_lines(advance)
             finally:
-                self.last_line = self.inner.last_line
+                self.last_line = self.summary.lines
             self.outcomes = [self.inner.outcome()]
-            self._sum_counts()
             return
         count = len(self.ranges)
         jobs = [
@@ -266,9 +261,6 @@ class WorkersRun:
             self._gather_results()
         else:
             self.inner.finish()
-            self.outcomes = [self.inner.outcome()]
-            self._sum_counts()
-            self.summary.warnings = self.inner.summary.warnings
         if self.results is not None:
             self.results.flush_to_disk()
         logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
@@ -357,9 +349,7 @@ class WorkersRun:
         for path in [*begun, *self.published]:
             if path in self.published or path.endswith((PARTIAL_SUFFIX, ".results")):
                 try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+                    Path(path).unlink(missing_ok=True)
                 except OSError:
                     left.append(path)
         return [path for path in left if path is not None]

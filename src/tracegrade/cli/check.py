@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ..bulk.scoring import ScoreSummary
 
 from ._failures import CommandStopped, fault
 from ._stream import (
@@ -16,8 +18,6 @@ from ._stream import (
     count_table,
     progress_option,
 )
-
-COUNTS = ("lines", "blank", "records", "clean")
 
 
 @click.command()
@@ -70,37 +70,24 @@ def check(
     2 usage error or a file that cannot be read, 130 interrupted.
     """
     from ..bulk.presence import READ_FIELDS, FieldPresence
-    from ..bulk.scoring import TASKS, DiskIds, LineScorer
-    from ..lines import is_blank, read_lines
+    from ..bulk.scoring import TASKS, DiskIds, LineScorer, ScoreSummary, scored_lines
+    from ..lines import read_lines
     from ..outputs import check_standard_streams
 
     check_standard_streams([path])
-    counts = dict.fromkeys(COUNTS, 0)
-    found = {"data": Counter[str](), "answer": Counter[str]()}
+    counts = ScoreSummary(task, path)
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
     shown = 0
     try:
         with DiskIds() as seen, byte_progress(path, "checking", progress) as advance:
             scorer = LineScorer(TASKS[task], path, seen)
-            for raw in read_lines(path):
-                counts["lines"] += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    counts["blank"] += 1
-                    continue
-                counts["records"] += 1
-                outcome = scorer.score_line(raw.number, raw.text)
-                if outcome.case is not None:
-                    presence.note(outcome.case.input)
-                if (problem := outcome.problem) is None:
-                    counts["clean"] += 1
-                    continue
-                found[problem.side][problem.kind] += 1
-                if max_listed is not None and shown >= max_listed:
+            lines = scored_lines(read_lines(path), scorer, counts, presence, advance)
+            for _, (line, sample_id, _, _, problem) in lines:
+                if problem is None or shown == max_listed:
                     continue
                 shown += 1
-                entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
+                entry = {"line": line, "id": sample_id, **problem.as_json()}
                 if as_json:
                     listed.append(entry)
                 else:  # printed as found: the text listing holds nothing
@@ -109,19 +96,22 @@ def check(
         if (described := fault(error)) is None:
             raise
         raise CommandStopped(
-            f"tracegrade check: {described[0]} after line {counts['lines']:,} of "
+            f"tracegrade check: {described[0]} after line {counts.lines:,} of "
             f"{path}; the check is incomplete",
             described[1],
         ) from None
-    errors, failures = found["data"], found["answer"]
-    warnings = presence.warnings(path) if counts["records"] else []
-    ok = counts["records"] > 0 and not errors
+    errors, failures = counts.not_scored, counts.answer_failures
+    warnings = presence.warnings(path) if counts.records else []
+    ok = counts.records > 0 and not errors
     if as_json:
         summary = {
             "task": task,
             "path": path,
             "ok": ok,
-            **counts,
+            "lines": counts.lines,
+            "blank": counts.blank,
+            "records": counts.records,
+            "clean": counts.scored - failures.total(),
             "data_errors": errors.total(),
             "answer_failures": failures.total(),
             "by_kind": dict(sorted((errors + failures).items())),
@@ -131,7 +121,7 @@ def check(
         }
         click.echo(json.dumps(summary, indent=2))
     else:
-        _print_summary(f"Checked {path} for {task}:", counts, found, warnings, shown)
+        _print_summary(counts, warnings, shown)
     raise SystemExit(0 if ok else 1)
 
 
@@ -146,22 +136,22 @@ def _problem_line(path: str, entry: dict[str, Any]) -> str:
 
 
 def _print_summary(
-    title: str,
-    counts: dict[str, int],
-    found: dict[str, Counter[str]],
-    warnings: list[dict[str, str]],
-    listed: int,
+    counts: ScoreSummary, warnings: list[dict[str, str]], listed: int
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    records, errors, failures = counts["records"], found["data"], found["answer"]
+    records, errors, failures = (
+        counts.records,
+        counts.not_scored,
+        counts.answer_failures,
+    )
     table = count_table(
         [
-            ("lines read", counts["lines"]),
-            ("blank lines (skipped)", counts["blank"]),
+            ("lines read", counts.lines),
+            ("blank lines (skipped)", counts.blank),
             ("records", records),
-            ("clean", counts["clean"]),
+            ("clean", counts.scored - failures.total()),
             ("[red]data errors (not scored)[/red]", errors.total()),
             *((f"  {kind}", n) for kind, n in sorted(errors.items())),
             ("[yellow]answer failures (scored, fail both)[/yellow]", failures.total()),
@@ -174,7 +164,9 @@ def _print_summary(
     console = Console(highlight=False)
     if listed:
         console.print()
-    console.print(title, markup=False, soft_wrap=True)
+    console.print(
+        f"Checked {counts.path} for {counts.task}:", markup=False, soft_wrap=True
+    )
     console.print(table)
     for warning in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")

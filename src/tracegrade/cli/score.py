@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..bulk.run import ScoreSummary
+    from ..bulk.scoring import ScoreSummary
     from ..bulk.workers import WorkersRun
 
 from ._stream import (
