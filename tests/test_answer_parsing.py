@@ -214,9 +214,8 @@ def text_read_as(name: ReadAs) -> str:
 @pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
 def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
     expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
-    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
-        expected, name
-    )
+    reading = read_answer_ids(text_read_as(name), structured_key="ids")
+    assert reading == AnswerReading(expected, name)
 
 
 # Bare IDs with a digit, so that every bare form can carry them; a few
@@ -292,11 +291,8 @@ def answers(draw: st.DrawFn) -> Built:
             read_as = f"lead-in-{read_as}"
     if draw(st.booleans()):
         fence = draw(st.sampled_from(["```", "```json", "```text"]))
-        lines = (
-            [fence, *lines, "```"]
-            if not lead_in
-            else [lines[0], fence, *lines[1:], "```"]
-        )
+        at = 1 if lead_in else 0  # inside the fence: the list, not its lead-in
+        lines = [*lines[:at], fence, *lines[at:], "```"]
     # Prose, a heading or a sign-off beside the list: read beside a
     # bracketed list, refused beside a bare one.
     extras = draw(st.lists(st.sampled_from(PROSE + HEADINGS), max_size=2))
@@ -325,17 +321,12 @@ def answers(draw: st.DrawFn) -> Built:
     if draw(st.integers(0, 4)) == 0:
         marked = json.dumps(ids) if draw(st.booleans()) else ", ".join(ids)
         lines.append(f"ANSWER: {marked}")
-        must_read, read_as = (
-            True,
-            "answer-line-" + ("json" if marked.startswith("[") else "commas"),
-        )
+        must_read = True
+        read_as = "answer-line-" + ("json" if marked.startswith("[") else "commas")
     text = draw(st.sampled_from(LINE_BREAKS)).join(lines)
     if draw(st.booleans()):
-        text = (
-            draw(st.sampled_from(["", "  ", "\n"]))
-            + text
-            + draw(st.sampled_from(["", "\n", " \n"]))
-        )
+        before = draw(st.sampled_from(["", "  ", "\n"]))
+        text = before + text + draw(st.sampled_from(["", "\n", " \n"]))
     return Built(text, ids, must_read, read_as)
 
 
