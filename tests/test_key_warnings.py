@@ -86,9 +86,8 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     ) in message
     assert {error_kind(run["stage_diagnosis1"]) for run in runs} == {"answer-label"}
     ((sample_id, message),) = logged_warnings(log, "labels file")
-    assert f'labels file {labels} has no label for sample "{sample_id}" epoch 1' in (
-        message
-    )
+    said = f'labels file {labels} has no label for sample "{sample_id}" epoch 1'
+    assert said in message
     assert 'It labels ids "Q1", "Q2".' in message
     assert [run["stage_diagnosis2"].value for run in runs] == ["pass", "retrieval"]
     metadata = runs[0]["stage_diagnosis2"].metadata or {}

@@ -114,14 +114,10 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
     document_id, make, ((membership, order), read_as, reason) = CASES[case]
     (sample,) = [s for s in live_log.samples or [] if s.id == document_id]
     document = BY_ID[document_id]
-    assert sample.metadata == {
-        "source": document.source,
-        "kind": document.kind,
-        "target": document.target,
-    }
-    assert sample.input == DEFAULT_PROMPT.replace("{target}", document.target).replace(
-        "{document}", document.text
-    )
+    fields = ("source", "kind", "target")
+    assert sample.metadata == {field: getattr(document, field) for field in fields}
+    prompt = DEFAULT_PROMPT.replace("{target}", document.target)
+    assert sample.input == prompt.replace("{document}", document.text)
     assert json.loads(str(sample.target)) == document.source
     # Structured output is asked for by default.
     assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
@@ -159,12 +155,7 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
         ordered_extraction(prompt=str(path))
 
 
-GOOD = {
-    "id": "d1",
-    "text": "{target}: B2, A1",
-    "source": ["B2", "A1"],
-    "target": "codes",
-}
+GOOD = dict(id="d1", text="{target}: B2, A1", source=["B2", "A1"], target="codes")
 
 
 def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -> None:

@@ -292,17 +292,16 @@ def test_the_extraction_scorer_reads_output_and_target() -> None:
 def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
     """Inspect's `Target.text` of `["C", "A", "B"]` is "CAB", which no one wrote."""
     state = task_state({}, completion='["C", "A", "B"]')
-    score = asyncio.run(
-        ordered_extraction_scorer(source_key=None)(state, Target(["C", "A", "B"]))
-    )
+    scorer = ordered_extraction_scorer(source_key=None)
+    score = asyncio.run(scorer(state, Target(["C", "A", "B"])))
     assert is_unscored(score)
-    assert score.metadata is not None
-    message = score.metadata["error"]["message"]
+    metadata = score.metadata or {}
+    message = metadata["error"]["message"]
     assert message.endswith('not of IDs, got ["C", "A", "B"]')
     assert "must be one JSON array of string IDs in the target's text" in message
     assert "CAB" not in message
     assert error_kind(score) == "invalid-input"
-    assert score.metadata["itemised"] is None
+    assert metadata["itemised"] is None
 
 
 STAGE_ARGUMENTS = (
