@@ -143,9 +143,8 @@ def _line_end(starts: array[int], number: int) -> int:
 
 
 def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerReading:
-    """The one list of IDs in `text`, and how it was read (docs/answer-formats.md).
-
-    `structured_key`: a text that is one JSON object of that key alone is its list."""
+    """The one list of IDs in `text`, and how it was read (docs/answer-formats.md);
+    with `structured_key`, a text that is one JSON object of that key alone."""
     if len(text) > MAX_ANSWER_CHARACTERS:
         raise UnreadableAnswer(
             f"too long: the answer has {len(text):,} characters, over the "
@@ -362,9 +361,8 @@ def _item(text: str) -> _Item | None:
 
 
 def _bare_candidates(lines: _Lines) -> Iterator[_Candidate]:
-    """Each run of item lines (agreeing on marker, period and marks; a number
-    the same as the run's first starts another), and each comma list of any
-    other line."""
+    """Each run of item lines (a number the same as the run's first starts
+    another), and each comma list of any other line."""
     _, after_blank, texts, pieces = lines
     run: list[_Item] = []
     first = 0

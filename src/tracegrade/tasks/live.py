@@ -64,8 +64,7 @@ _PLACEHOLDER = re.compile(r"\{(document|target)\}")
 
 
 class PromptError(ValueError):
-    """A prompt template without `{document}`: every model would get the same
-    empty question."""
+    """A template without `{document}`: every model would get the same question."""
 
 
 def prompt_template(prompt: str | None) -> str:

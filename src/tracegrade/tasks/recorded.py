@@ -84,9 +84,8 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
 
 @task
 def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Grade recorded answers, or recorded output texts read as the live task
-    reads them, for membership and order; `dataset`: a fixture-format file, by
-    default (or `edge-cases`) the packaged edge cases."""
+    """Grade recorded answers, or output texts read as the live task reads them;
+    `dataset`: a fixture-format file, by default the packaged edge cases."""
     name = "tracegrade/ordered_extraction_recorded"
     with checked_task(name, ordered_extraction_recorded, kwargs):
         # None is the edge cases' file.
