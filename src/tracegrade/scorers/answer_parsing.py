@@ -139,9 +139,6 @@ def _line_end(starts: array[int], number: int) -> int:
     return starts[min(number, len(starts) - 1)]
 
 
-# --- The answer as a whole ------------------------------------------------------
-
-
 def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerReading:
     """The one list of IDs in `text`, and how it was read (docs/answer-formats.md);
     with `structured_key`, a text that is one JSON object of that key alone."""
@@ -342,9 +339,6 @@ def _lines(
         texts.append(line)
         blank = False
     return numbers, after_blank, texts, pieces
-
-
-# --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
 
 
 def _item(text: str) -> _Item | None:
