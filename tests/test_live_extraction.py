@@ -147,8 +147,9 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(PromptError, match=r"has no {document} placeholder and names"):
-        ordered_extraction(prompt="List the IDs in order.")
+    for prompt in ("List the IDs in order.", "List the IDs in order. " * 20):  # no name
+        with pytest.raises(PromptError, match=r"has no {document} placeholder and"):
+            ordered_extraction(prompt=prompt)
     path = tmp_path / "prompt.txt"
     path.write_text("List the {target}.")
     with pytest.raises(PromptError, match=f"prompt file {path} has no {{document}}"):
