@@ -539,16 +539,11 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             listed = _comma_list(segment)
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
             if isinstance(listed, str) or len(listed[0]) < 2:
-                lone = isinstance(listed, tuple) and _has_digit(listed[0][0])
-                if after_lead_in and lone:
-                    yield (
-                        listed[0],
-                        "single-id",
-                        number,
-                        f"the lone ID after {_quote(segments[position - 1])} "
-                        f"(line {number}) is not read as a list: {_LONE}, with "
-                        "nothing around it",
-                    )
+                if after_lead_in and type(listed) is tuple and _has_digit(listed[0][0]):
+                    after = _quote(segments[position - 1])
+                    why = f"the lone ID after {after} (line {number}) is not read as a "
+                    why += f"list: {_LONE}, with nothing around it"
+                    yield listed[0], "single-id", number, why
                 continue
             lead_in = None
             if (
