@@ -200,10 +200,7 @@ def text_read_as(name: ReadAs) -> str:
         "structured": '{"ids": ["C-1", "A-2"]}',
         "commas": ", ".join(items) + period,
         "lines": "\n".join(f"- {item}{period}" for item in items),
-        "lines-ignoring-numbers": "\n".join(
-            f"{number}. {item}{period}"
-            for number, item in zip((2, 1), items, strict=True)
-        ),
+        "lines-ignoring-numbers": f"2. {items[0]}{period}\n1. {items[1]}{period}",
     }
     body = bodies[base]
     if answer_line:
@@ -226,6 +223,7 @@ bare_ids = st.from_regex(
 PROSE = ["Sure.", "Here you go!", "I read the whole document.", "I hope this helps!"]
 HEADINGS = ["Answer", "IDs", "Done", "Sources", "Result"]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\x85", "\n\n"]
+FORMS = ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
 
 
 @dataclass(frozen=True)
@@ -243,11 +241,7 @@ class Built:
 def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
     """One way of writing `ids`: the text, its `read_as` without `-with-...`,
     and whether it is bracketed (read wherever it stands)."""
-    kind = draw(
-        st.sampled_from(
-            ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
-        )
-    )
+    kind = draw(st.sampled_from(FORMS))
     if kind == "json":
         return json.dumps(ids, indent=draw(st.sampled_from([None, 2]))), "json", True
     if kind == "python":

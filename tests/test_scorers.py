@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import CORRECT, Score, Target, match
-from inspect_ai.solver import TaskState
+from inspect_ai.solver import TaskState, generate
 
 import tracegrade
 from tracegrade import LabelScorerError
@@ -366,6 +366,11 @@ STAGE_REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered ...'),
     ({"label_scorer": 5}, "label_scorer must be an Inspect scorer or its registry ..."),
     ({"label_scorer": homemade}, "label_scorer homemade was not made by a ..."),
+    ({"label_scorer": "pattern"}, 'label_scorer "pattern" cannot be made without ...'),
+    (
+        {"label_scorer": generate()},
+        'label_scorer "inspect_ai/generate" is a registered solver, not a scorer',
+    ),
 ]
 EXTRACTION_REFUSALS: list[tuple[dict[str, Any], str]] = [
     (
