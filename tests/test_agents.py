@@ -209,12 +209,14 @@ RESULTS: dict[str, Any] = {
 
 
 def shape_score(name: str) -> Score:
-    """The stage score of a run whose one search returned `RESULTS[name]`."""
+    """The stage score of a run whose one search returned `RESULTS[name]`
+    (after a fetch, another tool, whose result is no context)."""
     state = task_state({"required": ["D1", "D2"], "correct": False})
     if name in RESULTS:
         failed = isinstance(RESULTS[name], ToolCallError)
         call = ToolCall(id="c1", function="search", arguments={"query": name})
         state.messages = [
+            ChatMessageTool(content="D9", tool_call_id="c0", function="fetch"),
             ChatMessageAssistant(content="", tool_calls=[call]),
             ChatMessageTool(
                 content="" if failed else RESULTS[name],
@@ -242,17 +244,13 @@ def test_each_documented_shape_is_read_and_every_other_refused() -> None:
         "errored": [],
     }
     no_call = scores["no call"]
-    assert (no_call.metadata or {})["record"] == {
-        "required": ["D1", "D2"],
-        "context": [],
-        "correct": False,
-    }
+    record = {"required": ["D1", "D2"], "context": [], "correct": False}
+    assert (no_call.metadata or {})["record"] == record
     assert no_call.value == "retrieval"
     assert "The model made no call to search." in (no_call.explanation or "")
-    assert "search#1 failed (unknown: the index is down)" in (
-        scores["errored"].explanation or ""
-    )
-    assert "returned nothing to the model" in (scores["errored"].explanation or "")
+    errored = scores["errored"].explanation or ""
+    assert "search#1 failed (unknown: the index is down)" in errored
+    assert "returned nothing to the model" in errored
     assert scores["objects"].value == "retrieval"
     for name in list(RESULTS)[6:]:  # each shape after "errored"
         score = scores[name]
