@@ -8,7 +8,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise, product
+from itertools import product
 from typing import Any
 
 from ..core.fields import is_id_list
@@ -355,40 +355,43 @@ def _item(text: str) -> _Item | None:
 
 
 def _bare_candidates(lines: _Lines) -> Iterator[_Candidate]:
-    """Each run of item lines (a number the same as the run's first starts
-    another), and each comma list of any other line."""
+    """Each run of item lines (agreeing on marker, period and marks; numbers
+    counted when each is one more), and each comma list of any other line."""
     _, after_blank, texts, pieces = lines
-    run: list[_Item] = []
+    ids: list[str] = []
     first = 0
+    head: _Item = ("", None, False, False, None)
+    last: str | None = None
+    counted = True
     for index, text in enumerate(texts):
         item = None if index in pieces else _item(text)
-        if run and (
+        if ids and (
             item is None
             or after_blank[index]
-            or (item[1] is not None and item[1] == run[0][1] != run[-1][1])
+            or (item[1] is not None and item[1] == head[1] and last != head[1])
         ):
-            yield _run_candidate(lines, first, run)
-            run = []
+            yield _run_candidate(lines, first, tuple(ids), head, counted)
+            ids = []
         if item is None:
             yield from _comma_candidates(lines, index)
             continue
-        if run:
-            _check_agrees(lines, first, run[0], index, item)
-        else:
-            first = index
-        run.append(item)
-    if run:
-        yield _run_candidate(lines, first, run)
-
-
-def _counted(run: list[_Item]) -> bool:
-    """Whether a run's numbers are counted: none, or each one more than the last."""
-    numbers = [item[1] for item in run]
-    if all(number is None for number in numbers):
-        return True
-    short = [int(n) for n in numbers if n is not None and len(n) <= _COUNTED_DIGITS]
-    pairs = pairwise(short)
-    return len(short) == len(run) and all(now == then + 1 for then, now in pairs)
+        number = item[1]
+        if not ids:
+            ids, first, head, last = [item[0]], index, item, number
+            counted = number is None or len(number) <= _COUNTED_DIGITS
+            continue
+        _check_agrees(lines, first, head, index, item)
+        ids.append(item[0])
+        if counted and (last is not None or number is not None):
+            counted = (
+                last is not None
+                and number is not None
+                and len(number) <= _COUNTED_DIGITS
+                and int(number) == int(last) + 1
+            )
+        last = number
+    if ids:
+        yield _run_candidate(lines, first, tuple(ids), head, counted)
 
 
 def _check_agrees(
@@ -405,15 +408,16 @@ def _check_agrees(
         raise UnreadableAnswer(f"line {numbers[odd]}, {_quote(texts[odd])}, {problem}")
 
 
-def _run_candidate(lines: _Lines, first: int, run: list[_Item]) -> _Candidate:
+def _run_candidate(
+    lines: _Lines, first: int, ids: tuple[str, ...], head: _Item, counted: bool
+) -> _Candidate:
     numbers, _, texts, _ = lines
-    ids, head = tuple(item[0] for item in run), run[0]
     end = first + len(ids)
     refusal: str | None
     if len(ids) > 1:
         refusal, lead_in = _whole_text_refusal(lines, first, end, lead_in_allowed=True)
         refusal = refusal or _lead_in_refusal(lead_in, ids)
-        base = "lines" if _counted(run) else "lines-ignoring-numbers"
+        base = "lines" if counted else "lines-ignoring-numbers"
         read_as = _reading_name(base, lead_in is not None, head[3], head[4])
         return ids, read_as, numbers[first], refusal
     if head[2] or head[3] or head[4]:
