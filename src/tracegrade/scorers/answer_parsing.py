@@ -397,15 +397,17 @@ def _bare_candidates(lines: _Lines) -> Iterator[_Candidate]:
 def _check_agrees(
     lines: _Lines, first: int, head: _Item, index: int, item: _Item
 ) -> None:
-    for field, problem in zip((2, 3, 4), _ODD_LINE, strict=True):
-        if item[field] == head[field]:
-            continue
-        # The odd line: the one without a marker, or with a period or marks.
-        odd = index if bool(item[field]) != (field == 2) else first
-        if field == 4:
-            problem = problem.format(_quote(item[4] or head[4]))
-        numbers, _, texts, _ = lines
-        raise UnreadableAnswer(f"line {numbers[odd]}, {_quote(texts[odd])}, {problem}")
+    if item[2] != head[2]:
+        odd, problem = (first if item[2] else index), _ODD_LINE[0]
+    elif item[3] != head[3]:
+        odd, problem = (index if item[3] else first), _ODD_LINE[1]
+    elif item[4] != head[4]:
+        odd = index if item[4] else first
+        problem = _ODD_LINE[2].format(_quote(item[4] or head[4]))
+    else:
+        return
+    numbers, _, texts, _ = lines
+    raise UnreadableAnswer(f"line {numbers[odd]}, {_quote(texts[odd])}, {problem}")
 
 
 def _run_candidate(
