@@ -16,6 +16,8 @@ from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
     ChatMessageTool,
+    ContentImage,
+    ContentText,
     ModelOutput,
     ModelUsage,
     get_model,
@@ -193,7 +195,10 @@ RESULTS: dict[str, Any] = {
     "objects": '[{"id": "D1", "text": "a"}, {"id": "D3"}]',
     "documents": '{"query": "q", "documents": ["D1", "D2"]}',
     "results": '{"results": [{"id": "D2"}, {"id": "D1"}]}',
+    "one text part": [ContentText(text='["D2"]')],
     "errored": ToolCallError("unknown", "the index is down"),
+    "two text parts": [ContentText(text='["D1"]'), ContentText(text='["D2"]')],
+    "an image part": [ContentImage(image="https://example.com/D1.png")],
     "python repr": "[{'id': 'D1'}]",
     "no documents key": '{"hits": ["D1"]}',
     "mixed": '["D1", {"id": "D2"}]',
@@ -204,12 +209,14 @@ RESULTS: dict[str, Any] = {
 
 
 def shape_score(name: str) -> Score:
-    """The stage score of a run whose one search returned `RESULTS[name]`."""
+    """The stage score of a run whose one search returned `RESULTS[name]`
+    (after a fetch, another tool, whose result is no context)."""
     state = task_state({"required": ["D1", "D2"], "correct": False})
     if name in RESULTS:
         failed = isinstance(RESULTS[name], ToolCallError)
         call = ToolCall(id="c1", function="search", arguments={"query": name})
         state.messages = [
+            ChatMessageTool(content="D9", tool_call_id="c0", function="fetch"),
             ChatMessageAssistant(content="", tool_calls=[call]),
             ChatMessageTool(
                 content="" if failed else RESULTS[name],
@@ -226,35 +233,34 @@ def test_each_documented_shape_is_read_and_every_other_refused() -> None:
     scores = {name: shape_score(name) for name in [*RESULTS, "no call"]}
     contexts = {
         name: (scores[name].metadata or {})["record"].get("context")
-        for name in ("strings", "objects", "documents", "results", "errored")
+        for name in list(RESULTS)[:6]
     }
     assert contexts == {
         "strings": ["D1", "D2"],
         "objects": ["D1", "D3"],
         "documents": ["D1", "D2"],
         "results": ["D2", "D1"],
+        "one text part": ["D2"],
         "errored": [],
     }
     no_call = scores["no call"]
-    assert (no_call.metadata or {})["record"] == {
-        "required": ["D1", "D2"],
-        "context": [],
-        "correct": False,
-    }
+    record = {"required": ["D1", "D2"], "context": [], "correct": False}
+    assert (no_call.metadata or {})["record"] == record
     assert no_call.value == "retrieval"
     assert "The model made no call to search." in (no_call.explanation or "")
-    assert "search#1 failed (unknown: the index is down)" in (
-        scores["errored"].explanation or ""
-    )
-    assert "returned nothing to the model" in (scores["errored"].explanation or "")
+    errored = scores["errored"].explanation or ""
+    assert "search#1 failed (unknown: the index is down)" in errored
+    assert "returned nothing to the model" in errored
     assert scores["objects"].value == "retrieval"
-    for name in list(RESULTS)[5:]:  # each shape after "errored"
+    for name in list(RESULTS)[6:]:  # each shape after "errored"
         score = scores[name]
         metadata = score.metadata or {}
         assert metadata["error"]["kind"] == "invalid-input", name
         assert metadata["error"]["field"] == "context"
         assert "tool call search#1 (id " in metadata["error"]["message"]
         assert "call 1 to search" in (score.explanation or "")
+    for name in ("two text parts", "an image part"):
+        assert "is not one text" in (scores[name].explanation or "")
 
 
 EDGES = ["", "é", "漢", '"q', ", 1]", "\\", "}", '\\"']

@@ -200,10 +200,7 @@ def text_read_as(name: ReadAs) -> str:
         "structured": '{"ids": ["C-1", "A-2"]}',
         "commas": ", ".join(items) + period,
         "lines": "\n".join(f"- {item}{period}" for item in items),
-        "lines-ignoring-numbers": "\n".join(
-            f"{number}. {item}{period}"
-            for number, item in zip((2, 1), items, strict=True)
-        ),
+        "lines-ignoring-numbers": f"2. {items[0]}{period}\n1. {items[1]}{period}",
     }
     body = bodies[base]
     if answer_line:
@@ -214,9 +211,8 @@ def text_read_as(name: ReadAs) -> str:
 @pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
 def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
     expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
-    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
-        expected, name
-    )
+    reading = read_answer_ids(text_read_as(name), structured_key="ids")
+    assert reading == AnswerReading(expected, name)
 
 
 # Bare IDs with a digit, so that every bare form can carry them; a few
@@ -227,6 +223,7 @@ bare_ids = st.from_regex(
 PROSE = ["Sure.", "Here you go!", "I read the whole document.", "I hope this helps!"]
 HEADINGS = ["Answer", "IDs", "Done", "Sources", "Result"]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\x85", "\n\n"]
+FORMS = ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
 
 
 @dataclass(frozen=True)
@@ -244,11 +241,7 @@ class Built:
 def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
     """One way of writing `ids`: the text, its `read_as` without `-with-...`,
     and whether it is bracketed (read wherever it stands)."""
-    kind = draw(
-        st.sampled_from(
-            ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
-        )
-    )
+    kind = draw(st.sampled_from(FORMS))
     if kind == "json":
         return json.dumps(ids, indent=draw(st.sampled_from([None, 2]))), "json", True
     if kind == "python":
@@ -292,11 +285,8 @@ def answers(draw: st.DrawFn) -> Built:
             read_as = f"lead-in-{read_as}"
     if draw(st.booleans()):
         fence = draw(st.sampled_from(["```", "```json", "```text"]))
-        lines = (
-            [fence, *lines, "```"]
-            if not lead_in
-            else [lines[0], fence, *lines[1:], "```"]
-        )
+        at = 1 if lead_in else 0  # inside the fence: the list, not its lead-in
+        lines = [*lines[:at], fence, *lines[at:], "```"]
     # Prose, a heading or a sign-off beside the list: read beside a
     # bracketed list, refused beside a bare one.
     extras = draw(st.lists(st.sampled_from(PROSE + HEADINGS), max_size=2))
@@ -325,17 +315,12 @@ def answers(draw: st.DrawFn) -> Built:
     if draw(st.integers(0, 4)) == 0:
         marked = json.dumps(ids) if draw(st.booleans()) else ", ".join(ids)
         lines.append(f"ANSWER: {marked}")
-        must_read, read_as = (
-            True,
-            "answer-line-" + ("json" if marked.startswith("[") else "commas"),
-        )
+        must_read = True
+        read_as = "answer-line-" + ("json" if marked.startswith("[") else "commas")
     text = draw(st.sampled_from(LINE_BREAKS)).join(lines)
     if draw(st.booleans()):
-        text = (
-            draw(st.sampled_from(["", "  ", "\n"]))
-            + text
-            + draw(st.sampled_from(["", "\n", " \n"]))
-        )
+        before = draw(st.sampled_from(["", "  ", "\n"]))
+        text = before + text + draw(st.sampled_from(["", "\n", " \n"]))
     return Built(text, ids, must_read, read_as)
 
 

@@ -10,16 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 
+from tests.commands import run_tracegrade
 from tests.support import write_lines
 from tests.test_scorers import task_state
 from tests.test_tasks import evaluated
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
-from tracegrade.cli import main
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
@@ -87,9 +86,8 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     ) in message
     assert {error_kind(run["stage_diagnosis1"]) for run in runs} == {"answer-label"}
     ((sample_id, message),) = logged_warnings(log, "labels file")
-    assert f'labels file {labels} has no label for sample "{sample_id}" epoch 1' in (
-        message
-    )
+    said = f'labels file {labels} has no label for sample "{sample_id}" epoch 1'
+    assert said in message
     assert 'It labels ids "Q1", "Q2".' in message
     assert [run["stage_diagnosis2"].value for run in runs] == ["pass", "retrieval"]
     metadata = runs[0]["stage_diagnosis2"].metadata or {}
@@ -150,21 +148,17 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
     """`check` finds no field missing in `{"source", "output"}`; neither is named."""
-    path = write_lines(
-        tmp_path / "runs.jsonl",
-        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": "A"}}],
-    )
-    checked = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
-    assert (checked.exit_code, json.loads(checked.stdout)["warnings"]) == (0, [])
-    neither = write_lines(
-        tmp_path / "neither.jsonl", [{"id": "a", "input": {"source": ["A"]}}]
-    )
-    checked = CliRunner().invoke(
-        main, ["check", "ordered_extraction", neither, "--json"]
-    )
-    (warning,) = json.loads(checked.stdout)["warnings"]
+    warnings = []
+    for name, record in (("runs", {"output": "A"}), ("neither", {})):
+        path = write_lines(
+            tmp_path / name, [{"id": "a", "input": {"source": ["A"], **record}}]
+        )
+        checked = run_tracegrade(
+            "check", "ordered_extraction", path, "--json", cwd=tmp_path
+        )
+        assert checked.returncode == (1 if name == "neither" else 0)
+        warnings += json.loads(checked.stdout)["warnings"]
+    (warning,) = warnings
     assert warning["field"] == "answer"
-    assert (
-        f'no record of {neither} has "answer" or "output" in its input'
-        in (warning["message"])
-    )
+    said = f'no record of {path} has "answer" or "output" in its input'
+    assert said in warning["message"]

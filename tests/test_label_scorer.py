@@ -37,7 +37,7 @@ from tracegrade.tasks import replay
 
 # A grader's value and the label it gives (None: no label).
 LABELS: list[tuple[Any, bool | None]] = [
-    *((CORRECT, True), (1.0, True), (INCORRECT, False), (-0.0, False)),
+    *((CORRECT, True), (1.0, True), (True, True), (INCORRECT, False), (-0.0, False)),
     *((PARTIAL, None), (0.5, None), (float("nan"), None), ("true", None)),
 ]
 

@@ -114,14 +114,10 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
     document_id, make, ((membership, order), read_as, reason) = CASES[case]
     (sample,) = [s for s in live_log.samples or [] if s.id == document_id]
     document = BY_ID[document_id]
-    assert sample.metadata == {
-        "source": document.source,
-        "kind": document.kind,
-        "target": document.target,
-    }
-    assert sample.input == DEFAULT_PROMPT.replace("{target}", document.target).replace(
-        "{document}", document.text
-    )
+    fields = ("source", "kind", "target")
+    assert sample.metadata == {field: getattr(document, field) for field in fields}
+    prompt = DEFAULT_PROMPT.replace("{target}", document.target)
+    assert sample.input == prompt.replace("{document}", document.text)
     assert json.loads(str(sample.target)) == document.source
     # Structured output is asked for by default.
     assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
@@ -151,20 +147,16 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(PromptError, match=r"has no {document} placeholder and names"):
-        ordered_extraction(prompt="List the IDs in order.")
+    for prompt in ("List the IDs in order.", "List the IDs in order. " * 20):  # no name
+        with pytest.raises(PromptError, match=r"has no {document} placeholder and"):
+            ordered_extraction(prompt=prompt)
     path = tmp_path / "prompt.txt"
     path.write_text("List the {target}.")
     with pytest.raises(PromptError, match=f"prompt file {path} has no {{document}}"):
         ordered_extraction(prompt=str(path))
 
 
-GOOD = {
-    "id": "d1",
-    "text": "{target}: B2, A1",
-    "source": ["B2", "A1"],
-    "target": "codes",
-}
+GOOD = dict(id="d1", text="{target}: B2, A1", source=["B2", "A1"], target="codes")
 
 
 def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ pytestmark = pytest.mark.runs_long
 
 
 FAILED = {"membership": False, "order": False}
+DATA_ERROR = {"kind": "invalid-input", "side": "data"}
 STAGE_ORDER = ("pass", "retrieval", "generation", "unresolved")
 
 
@@ -65,12 +66,26 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def test_shares_refuse_a_value_of_the_other_task() -> None:
-    # What the default mean reducer would have handed a reduced metric.
-    with pytest.raises(ValueError, match=r"got 0\.0"):
-        compute(stage_shares(), [sample_score(0.0)])
-    with pytest.raises(ValueError, match=r"got 'pass'"):
-        compute(criteria_shares(), [sample_score("pass")])
+@pytest.mark.parametrize(
+    ("metric", "score", "words"),
+    [
+        # What the default mean reducer would have handed a reduced metric.
+        (stage_shares(), sample_score(0.0), r"got 0\.0"),
+        (criteria_shares(), sample_score("pass"), r"got 'pass'"),
+        # A kind no label counts would vanish from the count.
+        (
+            answer_failures(),
+            sample_score(FAILED, error={"kind": "new-kind", "side": "answer"}),
+            "sample 's': metadata error.kind of an answer failure must be "
+            'duplicate-answer-id or unreadable-answer, got "new-kind"',
+        ),
+    ],
+)
+def test_metrics_refuse_what_they_cannot_count(
+    metric: Metric, score: SampleScore, words: str
+) -> None:
+    with pytest.raises(ValueError, match=words):
+        compute(metric, [score])
 
 
 @pytest.mark.parametrize(
@@ -102,7 +117,8 @@ def test_shares_refuse_a_value_of_the_other_task() -> None:
                     "unreadable-answer",
                 )
             ]
-            + [sample_score(FAILED)],
+            # No answer failure: no error, or the data's (an unscored run).
+            + [sample_score(FAILED), sample_score(FAILED, error=DATA_ERROR)],
             {"duplicate-id": 1, "unreadable": 2},
         ),
         (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),

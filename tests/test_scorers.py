@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import CORRECT, Score, Target, match
-from inspect_ai.solver import TaskState
+from inspect_ai.solver import TaskState, generate
 
 import tracegrade
 from tracegrade import LabelScorerError
@@ -265,9 +266,8 @@ def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
     unrecorded = run(stage_diagnosis_scorer(), task_state({**metadata, "context": []}))
     assert is_unscored(unrecorded) and unrecorded.answer is None
     assert error_kind(unrecorded) == "invalid-input"
-    assert unrecorded.explanation is not None
-    assert "never recorded" in unrecorded.explanation
-    assert "RetrievalTrace.context" in unrecorded.explanation
+    assert "never recorded" in (unrecorded.explanation or "")
+    assert "RetrievalTrace.context" in (unrecorded.explanation or "")
 
 
 def test_the_extraction_scorer_reads_output_and_target() -> None:
@@ -289,20 +289,20 @@ def test_the_extraction_scorer_reads_output_and_target() -> None:
     assert tuple(metadata) == keys
 
 
-def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
+def test_a_target_that_is_no_json_array_text_is_refused_as_written() -> None:
     """Inspect's `Target.text` of `["C", "A", "B"]` is "CAB", which no one wrote."""
     state = task_state({}, completion='["C", "A", "B"]')
-    score = asyncio.run(
-        ordered_extraction_scorer(source_key=None)(state, Target(["C", "A", "B"]))
-    )
-    assert is_unscored(score)
-    assert score.metadata is not None
-    message = score.metadata["error"]["message"]
-    assert message.endswith('not of IDs, got ["C", "A", "B"]')
-    assert "must be one JSON array of string IDs in the target's text" in message
-    assert "CAB" not in message
-    assert error_kind(score) == "invalid-input"
-    assert score.metadata["itemised"] is None
+    scorer = ordered_extraction_scorer(source_key=None)
+    for target, said in (
+        (["C", "A", "B"], "one JSON array of string IDs in the target's text, as in"),
+        ("C, A", "a JSON array of string IDs in the target (Expecting value"),
+    ):
+        score = asyncio.run(scorer(state, Target(target)))
+        assert is_unscored(score) and error_kind(score) == "invalid-input"
+        metadata = score.metadata or {}
+        message = metadata["error"]["message"]
+        assert said in message and message.endswith(f"got {json.dumps(target)}")
+        assert "CAB" not in message and metadata["itemised"] is None
 
 
 STAGE_ARGUMENTS = (
@@ -367,6 +367,11 @@ STAGE_REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered ...'),
     ({"label_scorer": 5}, "label_scorer must be an Inspect scorer or its registry ..."),
     ({"label_scorer": homemade}, "label_scorer homemade was not made by a ..."),
+    ({"label_scorer": "pattern"}, 'label_scorer "pattern" cannot be made without ...'),
+    (
+        {"label_scorer": generate()},
+        'label_scorer "inspect_ai/generate" is a registered solver, not a scorer',
+    ),
 ]
 EXTRACTION_REFUSALS: list[tuple[dict[str, Any], str]] = [
     (

@@ -20,26 +20,10 @@ from .stage import diagnosis_score, stage_diagnosis_scorer
 from .store import RetrievalTrace
 
 __all__ = [
-    "ANSWER_FAILURES",
-    "DATA_ERRORS",
-    "RUN_ERRORS",
-    "LabelScorerError",
-    "RetrievalTrace",
-    "ScorerArgumentError",
-    "UnreadableAnswer",
-    "answer_failures",
-    "context_precision",
-    "context_recall",
-    "criteria_shares",
-    "diagnosis_score",
-    "extraction_score",
-    "label_from_value",
-    "lucky_answers",
-    "ordered_extraction_scorer",
-    "parse_answer_ids",
-    "scored_runs",
-    "stage_diagnosis_scorer",
-    "stage_modes",
-    "stage_shares",
-    "step_recall",
-]
+    "ANSWER_FAILURES", "DATA_ERRORS", "RUN_ERRORS", "LabelScorerError",
+    "RetrievalTrace", "ScorerArgumentError", "UnreadableAnswer", "answer_failures",
+    "context_precision", "context_recall", "criteria_shares", "diagnosis_score",
+    "extraction_score", "label_from_value", "lucky_answers",
+    "ordered_extraction_scorer", "parse_answer_ids", "scored_runs",
+    "stage_diagnosis_scorer", "stage_modes", "stage_shares", "step_recall",
+]  # fmt: skip

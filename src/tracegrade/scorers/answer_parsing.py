@@ -139,13 +139,9 @@ def _line_end(starts: array[int], number: int) -> int:
     return starts[min(number, len(starts) - 1)]
 
 
-# --- The answer as a whole ------------------------------------------------------
-
-
 def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerReading:
-    """The one list of IDs in `text`, and how it was read (docs/answer-formats.md).
-
-    `structured_key`: a text that is one JSON object of that key alone is its list."""
+    """The one list of IDs in `text`, and how it was read (docs/answer-formats.md);
+    with `structured_key`, a text that is one JSON object of that key alone."""
     if len(text) > MAX_ANSWER_CHARACTERS:
         raise UnreadableAnswer(
             f"too long: the answer has {len(text):,} characters, over the "
@@ -343,9 +339,6 @@ def _lines(
         texts.append(line)
         blank = False
     return numbers, after_blank, texts, pieces
-
-
-# --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
 
 
 def _item(text: str) -> _Item | None:
@@ -552,16 +545,11 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             listed = _comma_list(segment)
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
             if isinstance(listed, str) or len(listed[0]) < 2:
-                lone = isinstance(listed, tuple) and _has_digit(listed[0][0])
-                if after_lead_in and lone:
-                    yield (
-                        listed[0],
-                        "single-id",
-                        number,
-                        f"the lone ID after {_quote(segments[position - 1])} "
-                        f"(line {number}) is not read as a list: {_LONE}, with "
-                        "nothing around it",
-                    )
+                if after_lead_in and type(listed) is tuple and _has_digit(listed[0][0]):
+                    after = _quote(segments[position - 1])
+                    why = f"the lone ID after {after} (line {number}) is not read as a "
+                    why += f"list: {_LONE}, with nothing around it"
+                    yield listed[0], "single-id", number, why
                 continue
             lead_in = None
             if (

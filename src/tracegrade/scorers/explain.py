@@ -76,29 +76,25 @@ def explain_lost(
     `D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).`"""
     sizes = {step.name: len(step.ids) for step in steps}
     retrievers = [step.name for step in first_steps(steps)]
+    if len(retrievers) == 1:
+        never = (
+            f"{retrievers[0]} did not return it (it returned {sizes[retrievers[0]]})"
+        )
+    else:
+        returned = ", ".join(f"{name} returned {sizes[name]}" for name in retrievers)
+        never = f"no retriever returned it ({returned})"
     sentences = []
     for document in lost[:_LISTED]:
         step, lost_at = document["last_step"], document["lost_at"]
-        at = f"at rank {document['last_rank']} by {step}"
         verb = "retrieved" if step in retrievers else "kept"
-        if step is None and len(retrievers) == 1:
-            first = steps[0].name
-            sentence = f"never retrieved; {first} did not return it (it returned "
-            sentence += f"{sizes[first]})."
-        elif step is None:
-            returned = ", ".join(
-                f"{name} returned {sizes[name]}" for name in retrievers
-            )
-            sentence = f"never retrieved; no retriever returned it ({returned})."
+        at = f"{verb} at rank {document['last_rank']} by {step}"
+        if step is None:
+            sentence = f"never retrieved; {never}."
         elif lost_at == CONTEXT:
-            sentence = (
-                f"{verb} {at} and dropped by no later step, but not among the "
-                f"{len(context)} that reached the model."
-            )
+            sentence = f"{at} and dropped by no later step, but not among the "
+            sentence += f"{len(context)} that reached the model."
         else:
-            sentence = (
-                f"{verb} {at}, dropped by {lost_at} (which kept {sizes[lost_at]})."
-            )
+            sentence = f"{at}, dropped by {lost_at} (which kept {sizes[lost_at]})."
         sentences.append(f"{show_id(document['id'])}: {sentence}")
     if len(lost) > _LISTED:
         sentences.append(f"And {len(lost) - _LISTED} more, in the score's `lost`.")

@@ -23,6 +23,7 @@ from inspect_ai.scorer import (
     value_to_float,
 )
 
+from ..core.errors import quote
 from ..schema import (
     CRITERIA,
     STAGES,
@@ -56,6 +57,10 @@ def _read(sample_score: SampleScore, read: Callable[..., _T], *args: Any) -> _T:
 
 def _stage(sample_score: SampleScore) -> str:
     return _read(sample_score, read_stage_value, sample_score.score.value)
+
+
+def _sample_id(sample_score: SampleScore) -> str:
+    return str(sample_score.sample_id)
 
 
 def _metadata(sample_score: SampleScore, key: str) -> dict[str, Any]:
@@ -95,10 +100,6 @@ def stage_modes() -> Metric:
         return {f"{stage}_mode": modes[stage] / total for stage in SHOWN_STAGES}
 
     return compute
-
-
-def _sample_id(sample_score: SampleScore) -> str:
-    return str(sample_score.sample_id)
 
 
 def _lucky(sample_score: SampleScore) -> bool:
@@ -158,9 +159,8 @@ def step_recall() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         shares: dict[str, list[float]] = {}
-        for sample_score in scores:
-            metadata = sample_score.score.metadata or {}
-            recalls = _read(sample_score, read_step_recall, metadata) or {}
+        for score in scores:
+            recalls = _read(score, read_step_recall, score.score.metadata or {}) or {}
             for step, share in recalls.items():
                 shares.setdefault(step, []).append(share)
         return {f"{step}_recall": math.fsum(s) / len(s) for step, s in shares.items()}
@@ -173,11 +173,23 @@ def answer_failures() -> Metric:
     """Answers that failed both criteria by a repeated ID or no list of IDs."""
 
     def compute(scores: list[SampleScore]) -> dict[str, int]:
-        errors = (_read(s, read_error, _metadata(s, "error")) for s in scores)
-        kinds = Counter(e.kind for e in errors if e is not None and e.side == "answer")
+        kinds = Counter(filter(None, map(_answer_failure, scores)))
         return {label: kinds[kind] for kind, label in FAILURE_LABELS.items()}
 
     return compute
+
+
+def _answer_failure(sample_score: SampleScore) -> str | None:
+    """An answer-side error's kind; one no label counts is refused, not dropped."""
+    error = _read(sample_score, read_error, _metadata(sample_score, "error"))
+    if error is None or error.side != "answer":
+        return None
+    if error.kind not in FAILURE_LABELS:
+        raise ValueError(
+            f"sample {sample_score.sample_id!r}: metadata error.kind of an answer "
+            f"failure must be {' or '.join(FAILURE_LABELS)}, got {quote(error.kind)}"
+        )
+    return error.kind
 
 
 @metric

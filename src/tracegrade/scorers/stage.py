@@ -72,10 +72,9 @@ def diagnosis_score(
     if steps is not None and where["recall"] is not None:
         where["step_recall"] = step_recalls(record["required"], steps)
     failed = "error" in result
+    why = explain_stage(record, result, read_from["correct"])
     if failed and no_label is not None:
         why = no_label
-    else:
-        why = explain_stage(record, result, read_from["correct"])
     if lost and calls is not None:
         why += " " + calls.explain_lost(lost)
     elif lost and steps is not None:

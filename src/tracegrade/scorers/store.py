@@ -9,9 +9,8 @@ from pydantic import Field
 
 
 class RetrievalTrace(StoreModel):
-    """The context IDs a run supplied to the model and, optionally, each
-    pipeline step's output IDs (docs/scores.md, docs/pipeline-steps.md).
-    `None` is nothing recorded, never an empty context."""
+    """The context IDs a run supplied to the model (None: not recorded) and each
+    pipeline step's output IDs (docs/scores.md, docs/pipeline-steps.md)."""
 
     context: list[str] | None = Field(default=None, strict=True)
     steps: list[dict[str, Any]] | None = Field(default=None)

@@ -16,11 +16,9 @@ from ..core.errors import InvalidRecord, quote
 from ..core.steps import LostDocument
 from .explain import list_ids, show_id
 
-DOCUMENT_KEYS = ("documents", "results")
-"""The keys an object result may hold its array of documents under."""
-
+DOCUMENT_KEYS = ("documents", "results")  # where an object result holds them
 _UNDER_ONE_KEY = 'an object result holds its documents under one of "documents" or '
-_UNDER_ONE_KEY += json.dumps(DOCUMENT_KEYS[1])
+_UNDER_ONE_KEY += '"results"'
 _UNCLEAR = "Inspect truncated it, and where it cut the result cannot be told "
 _UNCLEAR += "closely enough to know which entries survived whole"
 _DECODER = json.JSONDecoder()
@@ -32,8 +30,6 @@ class _CutUnclear(Exception):
 
 
 class ToolResultError(InvalidRecord):
-    """A tool result in no documented shape, named by its call."""
-
     def __init__(self, call: str, content: Any, why: str) -> None:
         super().__init__("context", content, f"cannot be read from {call}: {why}")
 
@@ -53,8 +49,7 @@ class ToolContext:
         """The record's `context` and, when there were calls, its `steps`."""
         if self.problem is not None:
             return {}
-        steps = {"steps": self.steps} if self.steps else {}
-        return {"context": self.context, **steps}
+        return {"context": self.context} | ({"steps": self.steps} if self.steps else {})
 
     def note(self) -> str:
         if not self.steps:
@@ -63,15 +58,15 @@ class ToolContext:
 
     def explain_lost(self, lost: Sequence[LostDocument]) -> str:
         """Of each missing ID: no call returned it, or which showed it cut."""
-        shown_by = {}  # the last call that showed each ID, as `lost` has it
-        for step in self.steps:
-            shown_by.update(dict.fromkeys(step["ids"], step["name"]))
-        never = [document["id"] for document in lost if document["id"] not in shown_by]
+        # The last call that showed each ID, as `lost` has it.
+        shown_by = {item: step["name"] for step in self.steps for item in step["ids"]}
+        ids = [document["id"] for document in lost]
+        never = [item for item in ids if item not in shown_by]
         sentences = [f"No call returned {list_ids(never)}."] if never else []
         sentences += [
             f"{show_id(item)} was in {shown_by[item]}'s result, but its entry "
             "was cut by Inspect's truncation."
-            for item in (document["id"] for document in lost)
+            for item in ids
             if item in shown_by
         ]
         return " ".join(sentences)
@@ -104,8 +99,7 @@ def read_tool_context(
             return found
         found.context += whole
         found.steps.append({"name": step, "ids": shown})
-        if note:
-            found.notes.append(note)
+        found.notes += [note] if note else []
     return found
 
 
@@ -161,11 +155,9 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
         return entries
     for position, entry in enumerate(entries):
         if type(entry) is not dict or not isinstance(entry.get(id_key), str):
+            why = f"entry {position} is no object with a string {json.dumps(id_key)}"
             raise ToolResultError(
-                call,
-                entry,
-                f"entry {position} is no object with a string {json.dumps(id_key)} "
-                "(and the entries are not all strings)",
+                call, entry, f"{why} (and the entries are not all strings)"
             )
     return [entry[id_key] for entry in entries]
 
@@ -189,9 +181,8 @@ def _read_truncated(
         except _CutUnclear:
             raise unclear from None
         cut_partway = [cut_entry] if cut_entry is not None else []
-        readings.append(
-            (whole_head + whole_tail, whole_head + cut_partway + whole_tail)
-        )
+        whole = whole_head + whole_tail
+        readings.append((whole, whole_head + cut_partway + whole_tail))
     if not readings:
         raise problems[0]
     if len({json.dumps(whole) for whole, _shown in readings}) != 1:
@@ -249,9 +240,8 @@ def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None
         if head[position] == "]":
             return entries, None, False
         if head[position] != ",":
-            raise ToolResultError(
-                call, head, f"entry {len(entries) - 1} is followed by no comma"
-            )
+            why = f"entry {len(entries) - 1} is followed by no comma"
+            raise ToolResultError(call, head, why)
         position += 1
 
 

@@ -9,9 +9,6 @@ from .recorded import (
 from .replay import replay
 
 __all__ = [
-    "extraction_input_score",
-    "ordered_extraction_recorded",
-    "replay",
-    "stage_diagnosis",
-    "stage_input_score",
-]
+    "extraction_input_score", "ordered_extraction_recorded", "replay",
+    "stage_diagnosis", "stage_input_score",
+]  # fmt: skip

@@ -39,23 +39,20 @@ STRUCTURED_KEY = "ids"
 
 # An object, as OpenAI's structured outputs take only an object at the top;
 # uniqueness in words, as strict modes refuse `uniqueItems`.
+_IDS = JSONSchema(
+    type="array",
+    items=JSONSchema(type="string"),
+    description="Unique strings, each exactly as the document writes it, in the "
+    "order they first appear; never sorted.",
+)
 RESPONSE_SCHEMA = ResponseSchema(
     name="extracted_ids",
     description="The IDs the document names, each once, in source order.",
-    json_schema=JSONSchema.model_validate(
-        {
-            "type": "object",
-            "properties": {
-                STRUCTURED_KEY: {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Unique strings, each exactly as the document "
-                    "writes it, in the order they first appear; never sorted.",
-                }
-            },
-            "required": [STRUCTURED_KEY],
-            "additionalProperties": False,
-        }
+    json_schema=JSONSchema(
+        type="object",
+        properties={STRUCTURED_KEY: _IDS},
+        required=[STRUCTURED_KEY],
+        additionalProperties=False,
     ),
     strict=True,
 )
@@ -64,8 +61,7 @@ _PLACEHOLDER = re.compile(r"\{(document|target)\}")
 
 
 class PromptError(ValueError):
-    """A prompt template without `{document}`: every model would get the same
-    empty question."""
+    """A template without `{document}`: every model would get the same question."""
 
 
 def prompt_template(prompt: str | None) -> str:

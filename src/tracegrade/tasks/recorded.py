@@ -39,11 +39,9 @@ EXTRACTION_READ_FROM = {
 
 
 def stage_input_score(case: dict[str, Any]) -> Score:
-    """The score `tracegrade/stage_diagnosis` gives a case with this `input`,
-    without Inspect's runner."""
-    record: dict[str, Any] = {
-        k: case[k] for k in ("required", "context", "steps", "correct") if k in case
-    }
+    """The score `tracegrade/stage_diagnosis` gives a case with this `input`."""
+    fields = ("required", "context", "steps", "correct")
+    record = {key: case[key] for key in fields if key in case}
     read_from = dict(STAGE_READ_FROM)
     if record.get("steps") is not None:  # the scorer reads steps unless null
         read_from["steps"] = f"store {steps_store_key()}"
@@ -59,13 +57,13 @@ def stage_input_score(case: dict[str, Any]) -> Score:
 
 def extraction_input_score(case: dict[str, Any]) -> Score:
     """The score `tracegrade/ordered_extraction_recorded` gives this `input`."""
-    record: dict[str, Any] = {k: case[k] for k in ("source", "answer") if k in case}
     if "output" in case:
         read_from = {**EXTRACTION_READ_FROM, "answer": metadata_source("output")}
-        record.pop("answer", None)
+        record = {"source": case["source"]} if "source" in case else {}
         return recorded_output_score(
-            record, read_from, case["output"], answer_too="answer" in case
+            record, read_from, case["output"], "answer" in case
         )
+    record = {key: case[key] for key in ("source", "answer") if key in case}
     return extraction_score(record, dict(EXTRACTION_READ_FROM))
 
 
@@ -74,13 +72,11 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
     """Diagnose the failing stage of recorded RAG runs; `dataset`: a
     fixture-format file, `edge-cases`, or by default the 30 packaged runs."""
     with checked_task("tracegrade/stage_diagnosis", stage_diagnosis, kwargs):
-        source: Any = dataset
+        source: Any = dataset  # None is the edge cases' file
         if dataset is None:
             source = packaged_fixture("recorded_rag_runs.jsonl")
-        elif dataset == EDGE_CASES:
-            source = packaged_fixture("stage_diagnosis.jsonl")
         return Task(
-            dataset=stage_diagnosis_dataset(source),
+            dataset=stage_diagnosis_dataset(None if source == EDGE_CASES else source),
             solver=replay(),
             scorer=stage_diagnosis_scorer(),
         )
@@ -88,14 +84,12 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
 
 @task
 def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Grade recorded answers, or recorded output texts read as the live task
-    reads them, for membership and order; `dataset`: a fixture-format file, by
-    default (or `edge-cases`) the packaged edge cases."""
+    """Grade recorded answers, or output texts read as the live task reads them;
+    `dataset`: a fixture-format file, by default the packaged edge cases."""
     name = "tracegrade/ordered_extraction_recorded"
     with checked_task(name, ordered_extraction_recorded, kwargs):
-        source: Any = dataset
-        if dataset is None or dataset == EDGE_CASES:
-            source = packaged_fixture("ordered_extraction.jsonl")
+        # None is the edge cases' file.
+        source = None if dataset == EDGE_CASES else dataset
         return Task(
             dataset=ordered_extraction_dataset(source),
             solver=replay(),

@@ -32,9 +32,8 @@ def replay(
     output_key: str = "output",
     steps_key: str = "steps",
 ) -> Solver:
-    """Replay a recorded run without a model: the context and steps go to
-    `RetrievalTrace`, the recorded answer (a list as its JSON) or output text
-    becomes the output."""
+    """Replay a recorded run without a model: its context and steps go to
+    `RetrievalTrace`, its answer or output text becomes the output."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         # Recorded as given, valid or not, so the scorer judges them.
