@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 QUOTE_LIMIT = 120
-# Deeper structure is shown as `[...]`: a deeply nested record must be named,
-# not raise `RecursionError`.
+# Deeper structure is shown as `[...]`, not raised as a `RecursionError`.
 _QUOTE_DEPTH = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOUNDED_REPR = reprlib.Repr()
@@ -29,8 +28,7 @@ def _json_string(text: str, limit: int) -> str:
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """A bad value as JSON, as it stands in the user's file (`null`), else by a
-    bounded `repr`; at most `limit` characters, ending in `...` when cut."""
+    """A bad value as JSON (as in the user's file), else a bounded `repr`; cut."""
     text = ""
     for token in _tokens(value, 0, limit):
         text += token  # a few tokens: the loop stops past `limit` characters
@@ -72,8 +70,7 @@ def _tokens(item: Any, depth: int, limit: int) -> Iterator[str]:
 
 
 class InvalidRecord(ValueError):
-    """A record the reference evaluators were never defined for: they would
-    throw, or answer something meaningless (a string has a `.length` too)."""
+    """A record the reference evaluators were never defined for."""
 
     def __init__(self, field: str, value: Any, problem: str) -> None:
         self.field = field
