@@ -194,11 +194,8 @@ def case_sample_fields(
     case: FixtureCase, *, target_field: str | None = None
 ) -> tuple[str, str, dict[str, Any]]:
     """A case's sample input, target and metadata (input fields as given)."""
-    metadata: dict[str, Any] = dict(case.input)
-    if case.expected is not None:
-        metadata["expected"] = case.expected
-    if case.reason is not None:
-        metadata["reason"] = case.reason
+    extra = {"expected": case.expected, "reason": case.reason}
+    metadata = {**case.input, **{k: v for k, v in extra.items() if v is not None}}
     target = ""
     if target_field is not None and target_field in case.input:
         target = canonical_json(case.input[target_field])

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from inspect_ai.log import EvalLog, EvalSpec
 
@@ -91,15 +91,11 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-@dataclass(frozen=True)
-class LogFile:
+class LogFile(NamedTuple):
     path: str
     header: EvalLog
     mtime: float
-
-    @property
-    def part(self) -> LogPart | None:
-        return log_part(self.header.eval.metadata)
+    part: LogPart | None
 
 
 @dataclass(frozen=True)
@@ -177,11 +173,11 @@ def read_evals(paths: Iterable[str | Path]) -> Evals:
     groups: dict[str, dict[int, list[LogFile]]] = {}
     for path in find_logs(paths):
         header = read_header(path)
+        spec, part = header.eval, log_part(header.eval.metadata)
         try:
-            file = LogFile(path, header, os.stat(path).st_mtime)
+            file = LogFile(path, header, os.stat(path).st_mtime, part)
         except OSError as error:
             raise LogError(f"cannot read {path!r} ({error.strerror})") from error
-        spec, part = header.eval, file.part
         # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
         key = f"run:{spec.run_id}" if part is not None else f"task:{spec.task_id}"
         index = 0 if part is None else part.index
