@@ -62,7 +62,7 @@ def step_recall_columns(
         if not isinstance(step, str) or not step:
             raise ValueError(f"a step name is a non-empty string, got {step!r}")
     return [
-        _column(_staged, score, prefix, f"{step}_recall", float, step)
+        _column(_staged, score, prefix, f"{step}_recall", float)
         for step in dict.fromkeys(steps)
     ]
 
@@ -75,17 +75,11 @@ def extraction_columns(
 
 
 def _column(
-    extract: Callable[..., Any],
-    score: str,
-    prefix: str,
-    key: str,
-    kind: type[ColumnType],
-    step: str | None = None,
+    read_key: Callable[..., Any], score: str, prefix: str, key: str, kind: type
 ) -> Column:
     full = key not in _SUMMARISED
-    step_key = key if step is None else f"step:{step}"
     # Partials of module-level functions pickle, for `samples_df(parallel=True)`.
-    read = partial(extract if full else _summarised, key=step_key)
+    read = partial(read_key if full else _summarised, key=key)
     path = partial(_read, score=score, read=read)
     name = f"{prefix}_{key}" if key else prefix
     return SampleColumn(name, path=path, type=kind, full=full)
@@ -125,8 +119,8 @@ def _staged(found: Score, key: str) -> Any:
         value = field.get("correct") if isinstance(field, dict) else None
         # Exactly the type: 1 must not be read as True.
         return value if type(value) is (bool if key == "label" else str) else None
-    if key.startswith("step:"):
-        return (staged.step_recall or {}).get(key.removeprefix("step:"))
+    if key.endswith("_recall"):  # a step's; no other key ends so
+        return (staged.step_recall or {}).get(key.removesuffix("_recall"))
     return getattr(staged, key)
 
 

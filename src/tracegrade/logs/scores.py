@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from inspect_ai.log import EvalLog, read_eval_log
 
@@ -45,8 +45,7 @@ class LogSummary:
     not_run: int = 0  # listed by an unfinished eval's header, not logged
 
 
-@dataclass(frozen=True)
-class LogRead:
+class LogRead(NamedTuple):
     path: str
     header: EvalLog
     samples: Iterable[SampleRead]
