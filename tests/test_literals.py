@@ -1,5 +1,4 @@
-"""The list literals reader, against `json.loads` and `ast.literal_eval`:
-never raises, and never reads a literal where neither would."""
+"""The list literals reader never raises, nor reads what `json` and `ast` would not."""
 
 from __future__ import annotations
 

@@ -36,20 +36,12 @@ _Fail = Callable[[str], NoReturn]
 class DatasetError(LineError, ValueError, PrerequisiteError):
     """A fixture file or line refused, its `kind`, and its `sample_id` if readable."""
 
-    def __init__(
-        self,
-        path: str,
-        line: int | None,
-        problem: str,
-        *,
-        kind: str | None = None,
-        sample_id: str | None = None,
-    ) -> None:
+    def __init__(self, *args: Any, sample_id: str | None = None, **kwargs: Any) -> None:
         # JSON no log can hold, or no object, is a line of the wrong shape.
-        if kind in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
-            kind = NOT_A_FIXTURE_LINE
+        if kwargs.get("kind") in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
+            kwargs["kind"] = NOT_A_FIXTURE_LINE
         self.sample_id = sample_id
-        super().__init__(path, line, problem, kind=kind)
+        super().__init__(*args, **kwargs)
 
 
 class FixtureCase(NamedTuple):

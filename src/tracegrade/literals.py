@@ -63,12 +63,9 @@ def scan_literals(text: str) -> Iterator[ListLiteral | BrokenLiteral]:
     """Every top-level literal in `text`, and every other bracket, in order."""
     position = 0
     while (opening := _OPENING.search(text, position)) is not None:
-        start = opening.start()
-        found = read_literal_at(text, start)
-        if isinstance(found, ListLiteral):
-            position = found.end
-        else:
-            position = max(found.stop, start + 1)
+        found = read_literal_at(text, opening.start())
+        ended = found.end if isinstance(found, ListLiteral) else found.stop
+        position = max(ended, found.start + 1)
         yield found
 
 
