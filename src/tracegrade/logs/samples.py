@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import zipfile
@@ -104,10 +105,8 @@ def _not_utf8(byte: int) -> str:
 
 
 def _parse(text: bytes) -> Any:
-    try:
+    with contextlib.suppress(ValueError):
         return from_json(text, cache_strings="keys")
-    except ValueError:
-        pass
     # `json` reads what pydantic refuses and Inspect may write: a lone surrogate.
     try:
         return json.loads(text)
@@ -204,11 +203,9 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
     data: dict[str, Any] = {}
     key, builder = "", None
-    pieces = max(1 << 16, -(-size // STREAM_READS))
+    read = max(1 << 16, -(-size // STREAM_READS))
     try:
-        for prefix, event, value in ijson.parse(
-            stream, use_float=True, buf_size=pieces
-        ):
+        for prefix, event, value in ijson.parse(stream, use_float=True, buf_size=read):
             if prefix != "":
                 if builder is not None:
                     builder.event(event, value)
