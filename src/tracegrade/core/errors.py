@@ -51,19 +51,16 @@ def _tokens(item: Any, depth: int, limit: int) -> Iterator[str]:
     elif type(item) is list or (
         type(item) is dict and all(isinstance(key, str) for key in item)
     ):
-        opening, closing = ("[", "]") if type(item) is list else ("{", "}")
+        is_dict = type(item) is dict
+        opening, closing = "{}" if is_dict else "[]"
         if depth >= _QUOTE_DEPTH:
             yield f"{opening}...{closing}"
             return
-        entries = (
-            ((_json_string(key, limit) + ": ", v) for key, v in item.items())
-            if isinstance(item, dict)
-            else (("", element) for element in item)
-        )
         yield opening
-        for position, (key, element) in enumerate(entries):
+        for position, element in enumerate(item):
+            key = _json_string(element, limit) + ": " if is_dict else ""
             yield ", " + key if position else key
-            yield from _tokens(element, depth + 1, limit)
+            yield from _tokens(item[element] if is_dict else element, depth + 1, limit)
         yield closing
     else:
         yield _BOUNDED_REPR.repr(item)
