@@ -1,5 +1,4 @@
-"""The list literals reader, against `json.loads` and `ast.literal_eval`:
-never raises, and never reads a literal where neither would."""
+"""The list literals reader never raises, nor reads what `json` and `ast` would not."""
 
 from __future__ import annotations
 
@@ -121,6 +120,7 @@ def test_a_cell_is_read_only_when_it_is_one_plain_list(text: str, read: Any) -> 
         ("[" * 3000, [BrokenLiteral(0, 3000)]),
         ("[" * 3000 + "]" * 3000, [(0, 6000, None)]),
         ('[{"a": NaN}]', [BrokenLiteral(0, 7)]),
+        ("[" + "1" * 5000 + "]", [(0, 5002, None)]),  # too long for `int`
         ('See [1] and ["a",]', [(4, 7, None), (12, 18, ("a",))]),
     ],
 )

@@ -1,5 +1,4 @@
-"""tracegrade: deterministic diagnostic scorers for Inspect AI. Every name is
-loaded on first use, so `import tracegrade` never imports Inspect AI."""
+"""tracegrade's scorers for Inspect AI, loaded on first use: importing is quick."""
 
 from __future__ import annotations
 

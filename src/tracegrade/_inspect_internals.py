@@ -1,6 +1,5 @@
-"""Every coupling to Inspect AI's private code, each held by a test
-(tests/test_inspect_internals.py), as is what is mirrored: `EvalSample.summary()`
-(bulk/evallog.py), `is_log_file` (logs/evals.py), `SampleScore` (bulk/results.py)."""
+"""Every coupling to Inspect AI's private code, each held by a test, as is what is
+mirrored (tests/test_inspect_internals.py)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ if TYPE_CHECKING:  # loaded on first use, by `__getattr__`
     from inspect_ai.scorer._scorer import as_scorer_spec
     from inspect_ai.solver._plan import Plan
 
-# What a summary holds instead of a metadata value over 1,024 characters of
-# indented JSON.
+# What a summary holds for a metadata value over 1,024 characters of indented JSON.
 METADATA_VALUE_LIMIT: Final = 1024
 METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
 

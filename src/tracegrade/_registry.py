@@ -1,6 +1,4 @@
-"""Everything Inspect AI finds under the `tracegrade/` prefix: Inspect imports
-this module through the `inspect_ai` entry point, and importing the decorated
-tasks, scorers, solver and metrics registers them."""
+"""The `inspect_ai` entry point: importing it registers the `tracegrade/` names."""
 
 from . import scorers, tasks
 from .tasks import live

@@ -1,6 +1,4 @@
-"""Columns for `inspect_ai.analysis.samples_df` that read tracegrade scores
-through `tracegrade.schema`, so they refuse what report and compare refuse;
-docs/analysis.md lists each column."""
+"""`samples_df` columns of tracegrade scores, read as report reads them."""
 
 from __future__ import annotations
 
@@ -29,15 +27,13 @@ from .scorers.outcome import error_kind
 
 STAGE_SCORE: Final = STAGE_SCORER
 EXTRACTION_SCORE: Final = EXTRACTION_SCORER
-# Inspect turns a list into JSON text unless the column's type is one the
-# value already is; `list` keeps a list a list (tests/test_analysis.py).
+# Inspect turns a list into JSON text unless the column's type is `list`.
 _LIST: Final = cast("type[ColumnType]", list)
 _Sample = EvalSample | EvalSampleSummary
 _T = TypeVar("_T")
 
 
-# Each column's key (its name after the prefix) and type. The keys a summary
-# keeps whole (`_SUMMARISED`) are read from summaries; the rest need `full`.
+# Each column's key (after the prefix) and type; only `_SUMMARISED` keys skip `full`.
 _STAGE_KEYS: Final = {
     "": str, "missing": _LIST, "missing_count": int, "recall": float,
     "precision": float, "label": bool, "label_from": str, "error": str,
@@ -59,15 +55,14 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
 def step_recall_columns(
     *steps: str, score: str = STAGE_SCORE, prefix: str = "stage"
 ) -> list[Column]:
-    """A column per named pipeline step, `{prefix}_{step}_recall`: steps are
-    named by the pipeline that recorded them, so the caller names them."""
+    """A column `{prefix}_{step}_recall` per step named (a pipeline names them)."""
     if not steps:
         raise ValueError("step_recall_columns needs at least one step name")
     for step in steps:
         if not isinstance(step, str) or not step:
             raise ValueError(f"a step name is a non-empty string, got {step!r}")
     return [
-        _column(_staged, score, prefix, f"{step}_recall", float, step)
+        _column(_staged, score, prefix, f"{step}_recall", float)
         for step in dict.fromkeys(steps)
     ]
 
@@ -80,17 +75,11 @@ def extraction_columns(
 
 
 def _column(
-    extract: Callable[..., Any],
-    score: str,
-    prefix: str,
-    key: str,
-    kind: type[ColumnType],
-    step: str | None = None,
+    read_key: Callable[..., Any], score: str, prefix: str, key: str, kind: type
 ) -> Column:
     full = key not in _SUMMARISED
-    step_key = key if step is None else f"step:{step}"
     # Partials of module-level functions pickle, for `samples_df(parallel=True)`.
-    read = partial(extract if full else _summarised, key=step_key)
+    read = partial(read_key if full else _summarised, key=key)
     path = partial(_read, score=score, read=read)
     name = f"{prefix}_{key}" if key else prefix
     return SampleColumn(name, path=path, type=kind, full=full)
@@ -130,8 +119,8 @@ def _staged(found: Score, key: str) -> Any:
         value = field.get("correct") if isinstance(field, dict) else None
         # Exactly the type: 1 must not be read as True.
         return value if type(value) is (bool if key == "label" else str) else None
-    if key.startswith("step:"):
-        return (staged.step_recall or {}).get(key.removeprefix("step:"))
+    if key.endswith("_recall"):  # a step's; no other key ends so
+        return (staged.step_recall or {}).get(key.removesuffix("_recall"))
     return getattr(staged, key)
 
 
@@ -144,8 +133,7 @@ def _graded(found: Score, key: str) -> Any:
 
 def _summarised(found: Score, key: str) -> Any:
     if key == "error":
-        # `reason` is the error kind on every tracegrade score, and a summary
-        # keeps it whatever the metadata's length.
+        # `reason`, the error kind, is kept by a summary whatever its length.
         return error_kind(found)
     if key == "read_as":
         return read_as(_whole(found))

@@ -1,5 +1,4 @@
-"""Fixture files (one `{"id", "input", "expected"?, "reason"?}` a line) as
-Inspect samples; a malformed line stops the run, naming file and line."""
+"""Fixture files as Inspect samples; a malformed line stops the run, named."""
 
 from __future__ import annotations
 
@@ -35,23 +34,14 @@ _Fail = Callable[[str], NoReturn]
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
-    """A fixture file or line refused, with the `kind` check and score give it
-    and its `sample_id` when readable."""
+    """A fixture file or line refused, its `kind`, and its `sample_id` if readable."""
 
-    def __init__(
-        self,
-        path: str,
-        line: int | None,
-        problem: str,
-        *,
-        kind: str | None = None,
-        sample_id: str | None = None,
-    ) -> None:
+    def __init__(self, *args: Any, sample_id: str | None = None, **kwargs: Any) -> None:
         # JSON no log can hold, or no object, is a line of the wrong shape.
-        if kind in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
-            kind = NOT_A_FIXTURE_LINE
+        if kwargs.get("kind") in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
+            kwargs["kind"] = NOT_A_FIXTURE_LINE
         self.sample_id = sample_id
-        super().__init__(path, line, problem, kind=kind)
+        super().__init__(*args, **kwargs)
 
 
 class FixtureCase(NamedTuple):
@@ -63,8 +53,7 @@ class FixtureCase(NamedTuple):
 
 
 class SourceDocument(NamedTuple):
-    """One line of a documents file, checked: `source` is the answer key (the
-    IDs in text order), `target` names what to extract ("container numbers")."""
+    """A documents line: `source` is the answer key, `target` what to extract."""
 
     id: str
     text: str
@@ -118,8 +107,7 @@ def _read_items(
 def _line_object(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
 ) -> tuple[str, Callable[..., Any], _Fail, str]:
-    """The line's id, a reader of its other fields, a refusal naming the line
-    and the id, and the item's name for messages."""
+    """The line's id, a reader of its fields, a refusal, and the item's name."""
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
     readable = isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id)
@@ -160,8 +148,7 @@ def _line_object(
 
 
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
-    """One non-blank fixture line as a case, or a `DatasetError`: the one
-    classifier `inspect eval -T dataset=`, `check` and `score` all call."""
+    """A non-blank fixture line as a case, or a `DatasetError` (for every reader)."""
     fields = FixtureCase._fields[:4]
     case_id, field, fail, name = _line_object(path, number, line, fields, "case")
     record = field("input", dict, "an object")
@@ -198,13 +185,9 @@ def _parse_document(path: str, number: int, line: str) -> SourceDocument:
 def case_sample_fields(
     case: FixtureCase, *, target_field: str | None = None
 ) -> tuple[str, str, dict[str, Any]]:
-    """A case's sample input, target and metadata, unvalidated for the bulk
-    path; input fields stay in metadata as given (absent is not `null`)."""
-    metadata: dict[str, Any] = dict(case.input)
-    if case.expected is not None:
-        metadata["expected"] = case.expected
-    if case.reason is not None:
-        metadata["reason"] = case.reason
+    """A case's sample input, target and metadata (input fields as given)."""
+    extra = {"expected": case.expected, "reason": case.reason}
+    metadata = {**case.input, **{k: v for k, v in extra.items() if v is not None}}
     target = ""
     if target_field is not None and target_field in case.input:
         target = canonical_json(case.input[target_field])
@@ -223,12 +206,10 @@ def _fixture_dataset(
 
 
 def stage_diagnosis_dataset(path: Source | None = None) -> MemoryDataset:
-    """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
-    by default the packaged `stage_diagnosis.jsonl`."""
+    """Recorded RAG runs; by default the packaged `stage_diagnosis.jsonl`."""
     return _fixture_dataset(path, "stage_diagnosis", None)
 
 
 def ordered_extraction_dataset(path: Source | None = None) -> MemoryDataset:
-    """Recorded extractions, `input` holding `source` and `answer` (the source
-    also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
+    """Recorded extractions; by default the packaged `ordered_extraction.jsonl`."""
     return _fixture_dataset(path, "ordered_extraction", "source")

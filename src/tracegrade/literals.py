@@ -1,6 +1,4 @@
-"""List literals in text a hostile user wrote: JSON values, and Python lists
-of strings that mean the same in JSON. Read in one pass, without
-`ast.literal_eval` (docs/answer-formats.md, "Bounded work")."""
+"""List literals in hostile text, in bounded work (docs/answer-formats.md)."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ Form = Kind["json", "python-list"]
 _OPENING = re.compile(r"[\[{]")
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _ARRAY_RUN = re.compile(r"\[[\[ \t\r\n]*")
-# One JSON token after whitespace: a string (its plain runs matched whole, so
-# linear in its length), a number, true, false or null, or punctuation.
+# One JSON token after whitespace (a string's plain runs matched whole: linear).
 _TOKEN = re.compile(
     r'[ \t\r\n]*(?:("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
     r'[^"\\\x00-\x1f]*)*")'
@@ -32,8 +29,7 @@ _NOT_PLAIN = re.compile(r"[\\\x00-\x1f]")
 _PYTHON_ITEM = re.compile(
     r"""(?:'([^'\\\x00-\x1f]*)'|"([^"\\\x00-\x1f]*)")[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
 )
-# Exactly one Python list of string literals, with only the escapes `repr`
-# writes, and decimal integers: `ast.literal_eval` of it is bounded work.
+# One list of strings (only `repr`'s escapes) and integers: bounded `literal_eval`.
 _WS = r"[ \t\r\n]*"
 _ESCAPE = r"""\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[\\'"nrt])"""
 _REPR_ITEM = (
@@ -47,8 +43,7 @@ _REPR_LIST = re.compile(
 
 @dataclass(frozen=True)
 class ListLiteral:
-    """A literal read from `text[start:end]`; `ids` holds its items when it is
-    an array of strings, None for any other value (no list of IDs)."""
+    """A literal at `text[start:end]`; `ids` its items if an array of strings."""
 
     start: int
     end: int
@@ -65,16 +60,12 @@ class BrokenLiteral:
 
 
 def scan_literals(text: str) -> Iterator[ListLiteral | BrokenLiteral]:
-    """Every top-level literal in `text`, and every bracket outside one that
-    opens none (a `BrokenLiteral`), in order."""
+    """Every top-level literal in `text`, and every other bracket, in order."""
     position = 0
     while (opening := _OPENING.search(text, position)) is not None:
-        start = opening.start()
-        found = read_literal_at(text, start)
-        if isinstance(found, ListLiteral):
-            position = found.end
-        else:
-            position = max(found.stop, start + 1)
+        found = read_literal_at(text, opening.start())
+        ended = found.end if isinstance(found, ListLiteral) else found.stop
+        position = max(ended, found.start + 1)
         yield found
 
 
@@ -95,12 +86,8 @@ def _skip(text: str, position: int) -> int:
     return match.end()
 
 
-class _Constant(ValueError):
-    """NaN or Infinity, which `json` reads and JSON does not have."""
-
-
 def _no_constant(name: str) -> NoReturn:
-    raise _Constant(name)
+    raise ValueError(f"{name} is not JSON")
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
@@ -111,12 +98,12 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
         value, end = _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
         return BrokenLiteral(start, max(error.pos, start + 1))
-    except (_Constant, RecursionError):
+    except (ValueError, RecursionError):  # NaN, too deep, or an int too long
         return _read_json_by_hand(text, start)
     return ListLiteral(start, end, "json", tuple(value) if is_id_list(value) else None)
 
 
-# Past `json`'s recursion limit, or at NaN (whose place `json` does not say).
+# Where `json` raises without saying where it stopped.
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
     closers: list[str] = []
     expect = "value"  # or "value]", "key", "key}", ":", "next"
@@ -129,8 +116,7 @@ def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
         at, position = token.start(token.lastindex or 0), token.end()
         value = expect.startswith("value")
         if value and mark in ("[", "{"):
-            # A run of `[` at once: deep nesting is how a hostile text makes
-            # a parser slow.
+            # A run of `[` at once: deep nesting is how hostile text slows a parser.
             run = _ARRAY_RUN.match(text, at) if mark == "[" else None
             closers.extend("]" * run.group().count("[") if run else "}")
             position = run.end() if run else position
@@ -178,8 +164,7 @@ def _python_item_failure(text: str, position: int) -> int:
 
 
 def read_repr_list(text: str) -> list[str | int] | None:
-    """The items of `text` when it is exactly one list as `repr` writes it
-    (`['D1', "it's", 7]`); None otherwise."""
+    """The items of `text` if exactly one list as `repr` writes it, else None."""
     if _REPR_LIST.fullmatch(text) is None:
         return None
     # A lone surrogate is written as its escape, which UTF-8 source needs.

@@ -118,8 +118,7 @@ class LostID(NamedTuple):
 
 
 class StageScore(NamedTuple):
-    """A stage score, read: `stage` None when unscored; `required`, `missing`
-    (with steps also `steps`, `context_size`) when diagnosed."""
+    """A stage score, read: `stage` None when unscored; lists when diagnosed."""
 
     stage: str | None
     error: ScoreError | None
@@ -189,12 +188,10 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
 
 
 def _is_lost(item: LostID) -> bool:
-    last_step, last_rank = item.last_step, item.last_rank
-    if last_step is None or last_rank is None:
-        named = last_step is None and last_rank is None
-    else:
-        named = type(last_step) is str and type(last_rank) is int and last_rank >= 1
-    return type(item.id) is str and type(item.lost_at) is str and named
+    step, rank = item.last_step, item.last_rank
+    named = type(step) is str and type(rank) is int and rank >= 1
+    unnamed = step is None and rank is None
+    return type(item.id) is str and type(item.lost_at) is str and (named or unnamed)
 
 
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
@@ -236,8 +233,7 @@ class Itemised(NamedTuple):
 
 
 class ExtractionScore(NamedTuple):
-    """An extraction score, read: criteria None when unscored; `source` and
-    `itemised` only when `result` is a grade."""
+    """An extraction score, read: criteria None when unscored."""
 
     membership: bool | None
     order: bool | None
@@ -280,11 +276,8 @@ def read_itemised(itemised: Mapping[str, Any], where: str) -> Itemised:
     if not (is_id_list(dropped) and is_id_list(invented)):
         what = f"{where} needs the ID lists dropped and invented"
         raise _refused(what, dropped, invented)
-    if not (
-        (first_break is None or (type(first_break) is int and first_break >= 1))
-        and type(kept) is int
-        and kept >= 0
-    ):
+    breaks = first_break is None or (type(first_break) is int and first_break >= 1)
+    if not (breaks and type(kept) is int and kept >= 0):
         what = "needs first_order_break (from 1, or null) and kept_in_order (from 0)"
         raise _refused(f"{where} {what}", first_break, kept)
     return Itemised(dropped, invented, first_break, kept)

@@ -1,13 +1,11 @@
-"""Canonical JSON, the one form results are compared in: `==` hides `True == 1`,
-and key order is part of the output."""
+"""Canonical JSON, the form results are compared in (`==` hides `True == 1`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-# Made once (`json.dumps` with options builds one per call); ASCII escapes keep
-# lone surrogates, as `JSON.stringify` does.
+# Made once; ASCII escapes keep lone surrogates, as `JSON.stringify` does.
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 

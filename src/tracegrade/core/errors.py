@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 QUOTE_LIMIT = 120
-# Deeper structure is shown as `[...]`: a deeply nested record must be named,
-# not raise `RecursionError`.
+# Deeper structure is shown as `[...]`, not raised as a `RecursionError`.
 _QUOTE_DEPTH = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOUNDED_REPR = reprlib.Repr()
@@ -29,8 +28,7 @@ def _json_string(text: str, limit: int) -> str:
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """A bad value as JSON, as it stands in the user's file (`null`), else by a
-    bounded `repr`; at most `limit` characters, ending in `...` when cut."""
+    """A bad value as JSON (as in the user's file), else a bounded `repr`; cut."""
     text = ""
     for token in _tokens(value, 0, limit):
         text += token  # a few tokens: the loop stops past `limit` characters
@@ -53,27 +51,23 @@ def _tokens(item: Any, depth: int, limit: int) -> Iterator[str]:
     elif type(item) is list or (
         type(item) is dict and all(isinstance(key, str) for key in item)
     ):
-        opening, closing = ("[", "]") if type(item) is list else ("{", "}")
+        is_dict = type(item) is dict
+        opening, closing = "{}" if is_dict else "[]"
         if depth >= _QUOTE_DEPTH:
             yield f"{opening}...{closing}"
             return
-        entries = (
-            ((_json_string(key, limit) + ": ", v) for key, v in item.items())
-            if isinstance(item, dict)
-            else (("", element) for element in item)
-        )
         yield opening
-        for position, (key, element) in enumerate(entries):
+        for position, element in enumerate(item):
+            key = _json_string(element, limit) + ": " if is_dict else ""
             yield ", " + key if position else key
-            yield from _tokens(element, depth + 1, limit)
+            yield from _tokens(item[element] if is_dict else element, depth + 1, limit)
         yield closing
     else:
         yield _BOUNDED_REPR.repr(item)
 
 
 class InvalidRecord(ValueError):
-    """A record the reference evaluators were never defined for: they would
-    throw, or answer something meaningless (a string has a `.length` too)."""
+    """A record the reference evaluators were never defined for."""
 
     def __init__(self, field: str, value: Any, problem: str) -> None:
         self.field = field

@@ -25,8 +25,7 @@ def has_duplicates(ids: list[str]) -> bool:
 
 
 def grade_extraction(record: Any) -> ExtractionResult:
-    """Grade one extraction as the reference `evaluate` does; `InvalidRecord`
-    for input it was never defined for."""
+    """Grade one extraction as the reference `evaluate` does."""
     record = as_record(record)
     source = id_list(record, "source")
     answer = id_list(record, "answer")

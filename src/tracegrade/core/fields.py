@@ -23,8 +23,7 @@ def as_record(record: Any) -> Mapping[str, Any]:
 
 
 def id_list(record: Mapping[str, Any], field: str) -> list[str]:
-    """An array of string IDs, possibly empty; a tuple or a string is refused,
-    a coercion the JSON evaluators never see."""
+    """An array of string IDs, possibly empty; never a tuple or string."""
     if field not in record:
         raise InvalidRecord(field, record, "is missing from the record")
     ids = record[field]

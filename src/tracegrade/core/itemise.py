@@ -28,8 +28,7 @@ def invented_ids(source: Sequence[str], answer: Sequence[str]) -> list[str]:
 
 
 def first_order_break(source: Sequence[str], answer: Sequence[str]) -> int | None:
-    """The first 1-based position where the lists differ (a list that ends
-    first differs just after its end); None if they are equal."""
+    """The first position (from 1) where the lists differ; None if equal."""
     for position, (expected, given) in enumerate(zip(source, answer, strict=False), 1):
         if expected != given:
             return position
@@ -40,8 +39,7 @@ def first_order_break(source: Sequence[str], answer: Sequence[str]) -> int | Non
 
 def itemise(source: list[str], answer: list[str]) -> Itemisation:
     """All four figures for two unique-ID lists; repeats raise `ValueError`.
-    `kept_in_order`, their longest common subsequence, is the longest
-    increasing run of the answer's source positions: O(n log n)."""
+    `kept_in_order` is the longest increasing run of source positions."""
     if source == answer:  # the common passing answer: no search
         if len(set(source)) != len(source):
             raise ValueError(_REPEATS)

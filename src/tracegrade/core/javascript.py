@@ -1,6 +1,4 @@
-"""JavaScript's default `sort()` orders strings by UTF-16 code units, Python by
-code points: they differ once an astral character meets a BMP one at or above
-U+E000. `Set`, `includes()` and `===` are exact equality, as `str`'s is."""
+"""JavaScript's `sort()` orders strings by UTF-16 code units, Python by code points."""
 
 from __future__ import annotations
 
@@ -9,8 +7,7 @@ from collections.abc import Iterable
 
 
 def _utf16_code_units(text: str) -> bytes:
-    # Big-endian bytes compare like the code units they encode; the codec
-    # function itself, as `str.encode` looks the codec up on every call.
+    # Big-endian bytes compare as their code units; the codec function is fastest.
     return utf_16_be_encode(text, "surrogatepass")[0]
 
 

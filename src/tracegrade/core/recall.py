@@ -1,5 +1,4 @@
-"""ID recall and precision of a run over its unique IDs (docs/scores.md holds
-each to Ragas and trec_eval); no rule of the reference evaluators."""
+"""ID recall and precision over unique IDs, as Ragas and trec_eval (docs/scores.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from .fields import is_id_list
 
 
 def id_recall(required: Iterable[str], missing: Sized) -> float:
-    """The share of the unique `required` IDs not in `missing`, the rules'
-    `missing` of the same record; a caller's error raises `ValueError`."""
+    """The share of the unique `required` IDs not in the rules' `missing`."""
     unique = len(set(required))
     if unique == 0:
         raise ValueError("recall needs at least one required ID")
@@ -24,8 +22,7 @@ def id_recall(required: Iterable[str], missing: Sized) -> float:
 
 
 def stage_recall(record: Mapping[str, Any]) -> float | None:
-    """The recall of a run from its record alone; None when `required` is
-    empty or either list is absent or not a list of string IDs."""
+    """A record's recall; None without a non-empty `required` and a `context`."""
     required, context = record.get("required"), record.get("context")
     if not is_id_list(required) or not required or not is_id_list(context):
         return None
@@ -36,8 +33,7 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
 
 
 def stage_precision(record: Mapping[str, Any]) -> float | None:
-    """The precision of a run from its record alone; None when the context is
-    empty or either list is absent or not a list of string IDs."""
+    """A record's precision; None without a `required` and a non-empty `context`."""
     required, context = record.get("required"), record.get("context")
     if not is_id_list(required) or not is_id_list(context) or not context:
         return None

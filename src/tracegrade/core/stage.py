@@ -1,5 +1,4 @@
-"""RAG failure stage, in the reference evaluator's order of checks; `required`
-absent or null is `unresolved` where the reference throws (docs/parity.md)."""
+"""RAG failure stage, in the reference evaluator's order of checks (docs/parity.md)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ StageResult = Diagnosis | Unresolved | LabelError
 
 
 def diagnose_stage(record: Any) -> StageResult:
-    """Diagnose one run as the reference `evaluate` does; `InvalidRecord` for
-    input it was never defined for."""
+    """Diagnose one run as the reference `evaluate` does."""
     record = as_record(record)
     required = [] if record.get("required") is None else id_list(record, "required")
     context = id_list(record, "context")

@@ -1,5 +1,4 @@
-"""Where in the pipeline each missing document was lost (docs/pipeline-steps.md);
-no rule of the reference evaluators reads `steps`."""
+"""Where in the pipeline each missing document was lost (docs/pipeline-steps.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ CONTEXT = "context"  # lost_at of an ID no step dropped that missed the model
 
 @dataclass(frozen=True)
 class Step:
-    """A pipeline step: the IDs it output in rank order, and the steps whose
-    output it took (None: the step before it)."""
+    """A step's output in rank order, and the steps it took (None: the one before)."""
 
     name: str
     ids: list[str]
@@ -36,8 +34,7 @@ _STEP_FORM = 'an object {"name": "...", "ids": [...], "inputs"?: [...]}'
 
 
 def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
-    """The record's steps, checked; None when it has none (absent or null).
-    A bad one is an `InvalidRecord` naming the step (docs/pipeline-steps.md)."""
+    """The record's steps, checked; None when it has none (absent or null)."""
     steps = record.get("steps")
     if steps is None:
         return None
@@ -137,14 +134,12 @@ def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, fl
 
 
 def reciprocal_rank(wanted: AbstractSet[str], ranked: Sequence[str]) -> float:
-    """1 over the rank of the first wanted ID in `ranked`, else 0.0 (trec_eval's
-    `recip_rank`)."""
+    """trec_eval's `recip_rank`: 1 over the rank of the first wanted ID, else 0.0."""
     return next((1 / rank for rank, i in enumerate(ranked, 1) if i in wanted), 0.0)
 
 
 def ndcg_at(wanted: AbstractSet[str], ranked: Sequence[str], k: int) -> float:
-    """nDCG at cut-off `k` of at least one wanted ID, each of gain 1: trec_eval's
-    `ndcg_cut.k`, with the required IDs as the relevant ones."""
+    """trec_eval's `ndcg_cut.k`, the wanted (at least one) IDs each of gain 1."""
     if not wanted:
         raise ValueError("nDCG needs at least one required ID")
     gain = sum(

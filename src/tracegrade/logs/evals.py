@@ -1,5 +1,4 @@
-"""Logs grouped into evals, so a retry's failed log or a split run's parts are
-never counted twice."""
+"""Logs grouped into evals: a retry's failed log or a split run's parts count once."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from inspect_ai.log import EvalLog, EvalSpec
 
@@ -25,8 +24,7 @@ _LOG_NAME_START = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
-    """The logs named by `paths`, directories listed as `inspect view` lists
-    them; `LogError` for a directory without logs or a file that is not one."""
+    """The logs at or under `paths`, as `inspect view` lists them, else `LogError`."""
     found: list[str] = []
     for path in map(Path, paths):
         if path.is_dir():
@@ -60,8 +58,7 @@ def logs_under(directory: Path) -> list[str]:
 
 
 def is_log_name(name: str) -> bool:
-    """Whether `inspect view` lists a file of this name as a log: any `.eval`,
-    and a `.json` named from its start time (Inspect's `is_log_file`)."""
+    """Inspect's `is_log_file`: any `.eval`, and a `.json` named from its start time."""
     return name.endswith(".eval") or (
         name.endswith(".json") and _LOG_NAME_START.match(name) is not None
     )
@@ -70,8 +67,7 @@ def is_log_name(name: str) -> bool:
 def files_under(
     directory: Path, skip: Callable[[str], bool] = lambda name: False
 ) -> Iterator[Path]:
-    """The files under `directory` not to `skip`, in name order, links
-    followed, each real file once; a dangling link or a loop raises `OSError`."""
+    """The files under `directory` not to `skip`, in order, each real file once."""
     seen: set[str] = set()
     for folder, folders, names in os.walk(directory, onerror=_raise, followlinks=True):
         if (real := os.path.realpath(folder)) in seen:
@@ -95,21 +91,16 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-@dataclass(frozen=True)
-class LogFile:
+class LogFile(NamedTuple):
     path: str
     header: EvalLog
     mtime: float
-
-    @property
-    def part(self) -> LogPart | None:
-        return log_part(self.header.eval.metadata)
+    part: LogPart | None
 
 
 @dataclass(frozen=True)
 class Superseded:
-    """A log not counted: `by` is the newer log of the same eval; `retry` is
-    False for a copy of the same eval (the same `eval_id`)."""
+    """A log not counted for the newer log `by`; not a `retry`: the same `eval_id`."""
 
     path: str
     by: str
@@ -118,8 +109,7 @@ class Superseded:
 
 @dataclass(frozen=True)
 class EvalRun:
-    """One eval: its log, or the parts of a split run in part order; `key`
-    is `task:` and the task id (shared by retries) or `run:` and the run id."""
+    """One eval: its log, or a split run's parts in order."""
 
     key: str
     logs: tuple[LogFile, ...]
@@ -141,8 +131,7 @@ class EvalRun:
 
     @property
     def missing_parts(self) -> list[int]:
-        """The first `LISTED_PARTS` parts not found, in order: a log claiming
-        absurdly many parts costs nothing."""
+        """The first `LISTED_PARTS` parts not found: absurdly many cost nothing."""
         if (part := self.logs[0].part) is None:
             return []
         found = {log.part.index for log in self.logs if log.part is not None}
@@ -151,8 +140,7 @@ class EvalRun:
 
     @property
     def status(self) -> str:
-        """Inspect's status of its log, or the first that is not `success`
-        among its parts; `incomplete` when a part is missing."""
+        """The first status that is not `success`; `incomplete` for a missing part."""
         for log in self.logs:
             if log.header.status != "success":
                 return log.header.status
@@ -162,8 +150,7 @@ class EvalRun:
 
     @property
     def name(self) -> str:
-        """The log's file name; for a split run, without the part number,
-        and the number of parts."""
+        """The log's file name; for a split run, without part number, and the count."""
         first, part = Path(self.logs[0].path), self.logs[0].part
         if part is None:
             return first.name
@@ -175,24 +162,22 @@ class EvalRun:
 
 @dataclass(frozen=True)
 class Evals:
-    """The evals found, in the order of their first log, and the logs
-    superseded by a newer log of the same eval."""
+    """The evals found, in the order of their first log, and the logs superseded."""
 
     runs: list[EvalRun]
     superseded: list[Superseded]
 
 
 def read_evals(paths: Iterable[str | Path]) -> Evals:
-    """The evals of the logs at or under `paths`, headers read: split runs
-    grouped by run id, every other log by task id, the newest of each kept."""
+    """The evals of the logs at or under `paths`, the newest log of each kept."""
     groups: dict[str, dict[int, list[LogFile]]] = {}
     for path in find_logs(paths):
         header = read_header(path)
+        spec, part = header.eval, log_part(header.eval.metadata)
         try:
-            file = LogFile(path, header, os.stat(path).st_mtime)
+            file = LogFile(path, header, os.stat(path).st_mtime, part)
         except OSError as error:
             raise LogError(f"cannot read {path!r} ({error.strerror})") from error
-        spec, part = header.eval, file.part
         # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
         key = f"run:{spec.run_id}" if part is not None else f"task:{spec.task_id}"
         index = 0 if part is None else part.index
@@ -202,8 +187,7 @@ def read_evals(paths: Iterable[str | Path]) -> Evals:
     for key, by_part in groups.items():
         kept = []
         for index in sorted(by_part):
-            # `created` has whole seconds; a retry within the second is newer
-            # on disk.
+            # `created` has whole seconds: within one, the newer file wins.
             newest, *older = sorted(by_part[index], key=_age, reverse=True)
             kept.append(newest)
             eval_id = newest.header.eval.eval_id
@@ -244,8 +228,7 @@ def missing_parts_text(listed: Sequence[int], count: int) -> str:
 
 
 def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
-    """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone
-    (a stage is a category, Inspect's reducers work on numbers), or None."""
+    """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone."""
     if not reducers:
         return None
     return (

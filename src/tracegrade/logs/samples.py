@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import zipfile
@@ -17,8 +18,7 @@ from pydantic_core import from_json
 
 from ..core.errors import quote
 
-# Members above this many bytes of JSON are parsed as a stream, in about
-# `STREAM_READS` pieces (yajl rescans a split value at each read).
+# Members over this are streamed, in about `STREAM_READS` reads (yajl rescans).
 STREAM_OVER: Final = 16 * 1024 * 1024
 STREAM_READS: Final = 16
 # The fields of a sample the report reads ("score" for old logs).
@@ -105,12 +105,9 @@ def _not_utf8(byte: int) -> str:
 
 
 def _parse(text: bytes) -> Any:
-    try:
+    with contextlib.suppress(ValueError):
         return from_json(text, cache_strings="keys")
-    except ValueError:
-        pass
-    # The standard library reads what Inspect may have written that pydantic
-    # refuses, such as a lone surrogate escape.
+    # `json` reads what pydantic refuses and Inspect may write: a lone surrogate.
     try:
         return json.loads(text)
     except UnicodeDecodeError as error:
@@ -120,8 +117,6 @@ def _parse(text: bytes) -> Any:
     except RecursionError as error:
         raise UnreadableLog(_TOO_DEEP) from error
 
-
-# --- .eval logs ------------------------------------------------------------------
 
 # What reading a damaged member raises: zipfile's, a corrupt stream's, ours.
 _MEMBER_ERRORS = (UnreadableLog, BadZipFile, zlib.error, zstandard.ZstdError, EOFError)
@@ -137,8 +132,7 @@ def _open_archive(path: str) -> zipfile.ZipFile:
 
 
 def eval_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of a `.eval` log in archive order; of a name written twice
-    (a re-logged sample), only the last, as Inspect reads."""
+    """A `.eval` log's samples in order; of a name written twice, the last."""
     with _open_archive(path) as archive:
         for info in archive.infolist():
             name = info.filename
@@ -148,8 +142,7 @@ def eval_samples(path: str) -> Iterator[SampleRead]:
 
 
 def eval_header(path: str) -> EvalLog | None:
-    """A `.eval` log's `header.json`, or None for a log still being written;
-    `read_eval_log(header_only=True)` also validates every reduced score."""
+    """A `.eval` log's `header.json`, or None for a log still being written."""
     with _open_archive(path) as archive:
         if "header.json" not in archive.NameToInfo:
             return None
@@ -210,11 +203,9 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
     data: dict[str, Any] = {}
     key, builder = "", None
-    pieces = max(1 << 16, -(-size // STREAM_READS))
+    read = max(1 << 16, -(-size // STREAM_READS))
     try:
-        for prefix, event, value in ijson.parse(
-            stream, use_float=True, buf_size=pieces
-        ):
+        for prefix, event, value in ijson.parse(stream, use_float=True, buf_size=read):
             if prefix != "":
                 if builder is not None:
                     builder.event(event, value)
@@ -229,14 +220,9 @@ def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
     return data
 
 
-# --- .json logs ------------------------------------------------------------------
-
-
 def json_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of a `.json` log in file order, one decoded at a time;
-    what follows `samples` is not read."""
-    # Bytes that are not UTF-8 are decoded as lone surrogates, so that the
-    # sample they are in, not the read that met them, is named.
+    """A `.json` log's samples, one decoded at a time; what follows is not read."""
+    # A byte that is not UTF-8 is decoded as a surrogate, to name its sample.
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as file:
         text = _JsonText(file)
         text.take("{")
@@ -270,8 +256,7 @@ _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
-# `raw_decode` reads Inspect's NaN, as ijson cannot; the window ends before
-# the first byte that is not UTF-8.
+# `raw_decode` reads NaN, as ijson cannot; the window ends at a byte not UTF-8.
 class _JsonText:
     def __init__(self, file: IO[str]) -> None:
         self.file, self.text, self.at = file, "", 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from inspect_ai.log import EvalLog, read_eval_log
 
@@ -14,9 +14,7 @@ from .samples import SampleRead, ScoreRead, eval_header
 
 PART_KEY: Final = "tracegrade_part"
 
-# Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
-# 2, ... when a log already holds a score of that name (`inspect score
-# --action append`).
+# Inspect adds 1, 2, ... to a score name a log already holds (`--action append`).
 _SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
 
 
@@ -47,8 +45,7 @@ class LogSummary:
     not_run: int = 0  # listed by an unfinished eval's header, not logged
 
 
-@dataclass(frozen=True)
-class LogRead:
+class LogRead(NamedTuple):
     path: str
     header: EvalLog
     samples: Iterable[SampleRead]
@@ -71,8 +68,7 @@ def tracegrade_scorer(score_name: str) -> str | None:
 
 
 def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
-    """The part `tracegrade score` numbered the log; a malformed number is no
-    part, so the log is still counted."""
+    """The part `tracegrade score` numbered the log; a malformed one is no part."""
     part = (metadata or {}).get(PART_KEY)
     index, count = map(part.get, ("index", "count")) if type(part) is dict else (0, 0)
     if type(index) is int and type(count) is int and 1 <= index <= count:
@@ -81,9 +77,8 @@ def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
 
 
 class LogScores:
-    """Iterating gives `(sample, score name, scorer, score)` for each
-    tracegrade score; samples without one are counted (kept, with
-    `keep_scoreless`, for compare), and so are runs never logged (`not_run`)."""
+    """Iterating gives `(sample, score name, scorer, score)` per tracegrade score;
+    samples without one, and runs never logged, are counted."""
 
     def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
         self.log = log
@@ -127,8 +122,7 @@ class LogScores:
                     self.scoreless.append((sample.id, sample.epoch, sample.errored))
 
     def not_run_keys(self) -> Iterator[tuple[int | str, int]]:
-        """The sample-epochs the header lists that an unfinished log lacks; none
-        for a finished one, which may skip samples on purpose (early stopping)."""
+        """The sample-epochs an unfinished log's header lists and it lacks."""
         if self.logged is None:
             return
         for epoch in range(1, self.epochs + 1):
@@ -141,8 +135,7 @@ class LogScores:
         return sum(1 for _ in self.not_run_keys())
 
     def score_names(self) -> dict[str, str]:
-        """The tracegrade score names and scorers its samples hold, else its
-        header's, so that runs that got no score are counted under them."""
+        """The tracegrade score names and scorers in its samples, else its header's."""
         if self.scorers or not (self.without_errored or self.not_run):
             return self.scorers
         # A registered name may carry its package ("tracegrade/...").
