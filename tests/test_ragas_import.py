@@ -79,7 +79,7 @@ RECORDS: list[dict[str, Any]] = [
 
 
 def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
-    """How tests/data/ragas was made (ragas is in no nox session)."""
+    """How tests/data/ragas was made (`nox -s ragas` runs it)."""
     ragas = pytest.importorskip("ragas")
     from ragas.metrics import IDBasedContextRecall
 
