@@ -76,7 +76,7 @@ def compat(session: nox.Session) -> None:
     session.run("node", "--version", external=True)
     session.install(".[test]")
     session.install("--upgrade", "inspect-ai")
-    session.run("python", "-m", "pip", "show", "inspect-ai")
+    session.run("inspect", "--version")
     session.run("pytest", *session.posargs)
 
 
@@ -86,7 +86,7 @@ def oldest(session: nox.Session) -> None:
     allows, as a team that pinned it would run them (`PLUGIN_TESTS`, or
     the files given: `nox -s oldest -- tests/test_scorers.py`)."""
     session.install(".[test]", f"inspect-ai=={OLDEST_INSPECT}")
-    session.run("python", "-m", "pip", "show", "inspect-ai")
+    session.run("inspect", "--version")
     session.run("pytest", *(session.posargs or PLUGIN_TESTS))
 
 
