@@ -249,9 +249,8 @@ class RunResults:
             shared = {"record": {"correct": True} if labelled else {}, "error": None}
             if kind_side is not None:
                 shared["error"] = {"kind": kind_side[0], "side": kind_side[1]}
-            shared |= dict.fromkeys(
-                ["recall"] * has_recall + ["precision"] * has_precision
-            )
+            figures = {"recall": has_recall, "precision": has_precision}
+            shared |= {name: None for name, has in figures.items() if has}
             if steps is not None:
                 shared["step_recall"] = dict(steps)
             self._shared["metadata", key] = shared
