@@ -12,7 +12,7 @@ import pytest
 
 from tracegrade.compare.build import Comparison
 from tracegrade.compare.pairing import CompareError, Observation, Run, gate, pair_runs
-from tracegrade.compare.spool import Spools
+from tracegrade.compare.spool import InvalidChunk, Spools
 from tracegrade.compare.stats import discordant_needed, p_value
 
 STAGE, EXTRACTION = "stage_diagnosis", "ordered_extraction"
@@ -139,6 +139,17 @@ def test_a_long_list_reads_back_in_order(monkeypatch: pytest.MonkeyPatch) -> Non
     spools.close()
     texts = [(i, e) for i in ("a", "b", "\ud800") for e in (1, 2)]
     assert read == [*sorted(k for k in keys if isinstance(k[0], int)), *texts]
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "1.5", "", "²", "٣"])
+def test_a_batch_size_not_a_positive_ascii_integer_is_refused(
+    monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """'²' is a digit to `str.isdigit` and no number to `int`; '٣' is read as 3."""
+    monkeypatch.setenv("TRACEGRADE_COMPARE_CHUNK", given)
+    with pytest.raises(InvalidChunk) as refused:
+        Spools()
+    assert str(refused.value).endswith(f"positive integer, got {given!r}")
 
 
 def simulated_side(rng: random.Random, chances: list[float]) -> list[Observation]:

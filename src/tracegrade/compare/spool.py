@@ -22,7 +22,7 @@ class Spools:
 
     def __init__(self) -> None:
         given = os.environ.get(CHUNK, "20000")
-        if not (given.isdigit() and int(given) > 0):
+        if not (given.isascii() and given.isdigit() and int(given) > 0):
             raise InvalidChunk(f"{CHUNK} must be a positive integer, got {given!r}")
         self.batch, self.count = int(given), 0
         self.db: sqlite3.Connection | None = None
