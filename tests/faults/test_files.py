@@ -61,6 +61,7 @@ REFUSED = [
     ([*SCORE, "--out", ""], "names no file"),
     ([*SCORE, "--out", "newdir/"], "ends in /, as a directory does"),
     ([*APPLY, "--out", "/dev/null"], "is not a regular file"),
+    (["labels", "apply", "/dev/null", "staff.jsonl"], "LOG '/dev/null' is not a"),
     (
         ["check", "stage_diagnosis", "loop"],
         "Invalid value for 'PATH': 'loop' is a loop of symbolic links",

@@ -117,8 +117,9 @@ def apply(
 
     target = log if out is None else out
     outputs.check_output(out, inputs=[log, labels_file], option="--out", force=force)
-    if out is not None and outputs.is_stream(out):
-        raise OutputError(f"--out {out!r} is not a regular file; give a file")
+    if outputs.is_stream(target):  # a FIFO as LOG would block its rewrite
+        named = "LOG" if out is None else "--out"
+        raise OutputError(f"{named} {target!r} is not a regular file; give a file")
     before = file_state(target) if os.path.exists(target) else None
 
     def stopped_by(name: str) -> str:
