@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os.path
 import re
 from pathlib import Path
 from typing import NoReturn
@@ -72,7 +73,8 @@ def prompt_template(prompt: str | None) -> str:
     try:
         template = Path(prompt).read_text(encoding="utf-8")
     except (OSError, ValueError) as error:  # ValueError: a NUL, so no path
-        if not _is_file(prompt):
+        # The path as read_text took it; False for no file and for no path.
+        if not os.path.isfile(Path(prompt)):
             raise PromptError(
                 f"the prompt {quote(prompt, 60)} has no {{document}} placeholder "
                 "and names no existing file; a template must say where the "
@@ -87,13 +89,6 @@ def prompt_template(prompt: str | None) -> str:
             "(and {target}, optionally, for what to extract)"
         )
     return template
-
-
-def _is_file(path: str) -> bool:
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):  # too long for a name, or a NUL: no path
-        return False
 
 
 def _sample(document: SourceDocument, template: str) -> Sample:
