@@ -205,7 +205,7 @@ def build_report(
 ) -> Report:
     """Count the tracegrade scores of every eval at or under `paths`."""
     logs, results = split_paths(paths)
-    evals = read_evals(logs) if logs else Evals([], [])
+    evals = read_evals(logs)
     return report_evals(evals, results, top, pool, thresholds, samples=samples)
 
 
