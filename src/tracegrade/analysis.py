@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
 from inspect_ai.analysis import Column, ColumnType, SampleColumn
 from inspect_ai.log import EvalSample, EvalSampleSummary
@@ -30,7 +30,6 @@ EXTRACTION_SCORE: Final = EXTRACTION_SCORER
 # Inspect turns a list into JSON text unless the column's type is `list`.
 _LIST: Final = cast("type[ColumnType]", list)
 _Sample = EvalSample | EvalSampleSummary
-_T = TypeVar("_T")
 
 
 # Each column's key (after the prefix) and type; only `_SUMMARISED` keys skip `full`.
@@ -85,7 +84,7 @@ def _column(
     return SampleColumn(name, path=path, type=kind, full=full)
 
 
-def _read(sample: _Sample, score: str, read: Callable[[Score], _T]) -> _T | None:
+def _read(sample: _Sample, score: str, read: Callable[[Score], Any]) -> Any:
     found = (sample.scores or {}).get(score)
     try:
         return None if found is None else read(found)

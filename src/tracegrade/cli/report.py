@@ -138,7 +138,7 @@ def report(
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..logs.evals import Evals, read_evals
+    from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import AtomicFile, check_output
     from ..report.aggregate import report_evals
@@ -149,7 +149,7 @@ def report(
 
     try:
         log_paths, results = split_paths(paths)
-        evals = read_evals(log_paths) if log_paths else Evals([], [])
+        evals = read_evals(log_paths)
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]
         logs += [file for dataset in results for file in dataset.files]

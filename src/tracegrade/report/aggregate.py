@@ -205,7 +205,7 @@ def build_report(
 ) -> Report:
     """Count the tracegrade scores of every eval at or under `paths`."""
     logs, results = split_paths(paths)
-    evals = read_evals(logs) if logs else Evals([], [])
+    evals = read_evals(logs)
     return report_evals(evals, results, top, pool, thresholds, samples=samples)
 
 
@@ -285,10 +285,12 @@ class _Group:
                 outcomes += ["staged", score.stage]
             if diagnosed and score.required is not None and score.missing is not None:
                 ids["required"].update(set(score.required))
-                outcomes += ["labelled_correct"] * score.labelled_correct
+                if score.labelled_correct:
+                    outcomes.append("labelled_correct")
                 if score.stage == "retrieval":
-                    outcomes += ["lucky"] * score.labelled_correct
                     ids["missed"].update(score.missing)
+                    if score.labelled_correct:
+                        outcomes.append("lucky")
                 if score.steps is not None:
                     size = score.context_size or 0
                     self.pipeline.add(score.required, size, score.steps, score.lost)
@@ -297,9 +299,9 @@ class _Group:
             diagnosed = membership is not None and order is not None
             figures = None, None
             if diagnosed:
-                outcomes += ["graded"] + ["membership"] * bool(membership)
-                outcomes += ["order"] * bool(order)
-                outcomes += ["gap"] * bool(membership and not order)
+                criteria = {"membership": membership, "order": order}
+                criteria["gap"] = membership and not order
+                outcomes += ["graded", *(name for name, met in criteria.items() if met)]
                 if score.itemised is not None and score.source is not None:
                     outcomes.append("itemised")
                     ids["in_source"].update(score.source)
