@@ -110,8 +110,8 @@ def compare(
         said = f"alpha must lie strictly between 0 and 1, got {alpha!r}"
         raise click.BadParameter(said, param_hint="'--alpha'")
     given = {"--strict": strict, "--allow-lost": allow_lost, "--gate": bool(gates)}
-    for option in (option for option, value in given.items() if value):
-        if not fail_on_regression:
+    for option, value in given.items():
+        if value and not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
