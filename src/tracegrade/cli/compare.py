@@ -109,9 +109,9 @@ def compare(
     if not 0 < alpha < 1:
         said = f"alpha must lie strictly between 0 and 1, got {alpha!r}"
         raise click.BadParameter(said, param_hint="'--alpha'")
-    given = ((strict, "--strict"), (allow_lost, "--allow-lost"), (gates, "--gate"))
-    for option in (option for value, option in given if value):
-        if not fail_on_regression:
+    given = {"--strict": strict, "--allow-lost": allow_lost, "--gate": bool(gates)}
+    for option, value in given.items():
+        if value and not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
@@ -124,9 +124,9 @@ def compare(
     from ..report.thresholds import InvalidThreshold
 
     gates = tuple(dict.fromkeys(gates))
-    asked = ["--fail-on-regression"] * fail_on_regression
+    asked = ["--fail-on-regression"] if fail_on_regression else []
     asked += [f"--gate {name}" for name in gates]
-    asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
+    asked += [option for option in ("--strict", "--allow-lost") if given[option]]
     asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
     quiet = as_json or markdown
     try:

@@ -239,10 +239,9 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
     # One epoch: a pair is a sample.
     one = all(f["samples"] == f["pairs"] for _, f in figures)
     brief = [c for c in columns if c != "samples"] if one else None
-    title = "Context recall and precision"
-    legend, constant = _LEGEND["figures"], ["score"]
+    title, legend = "Context recall and precision", _LEGEND["figures"]
     return Table(
-        "figures", title, legend, columns, rows, brief=brief, constant=constant
+        "figures", title, legend, columns, rows, brief=brief, constant=["score"]
     )
 
 
