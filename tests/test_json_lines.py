@@ -10,11 +10,7 @@ from typing import Any
 import pytest
 
 from tracegrade.datasets import read_fixture_cases
-from tracegrade.importers.openinference import (
-    ImportRules,
-    OpenInferenceNotes,
-    stream_openinference,
-)
+from tracegrade.importers.openinference import ImportRules, stream_openinference
 from tracegrade.importers.ragas import stream_ragas
 from tracegrade.labels import StaffLabels
 from tracegrade.lines import NOT_AN_OBJECT, LineError, json_objects
@@ -25,9 +21,7 @@ READERS: dict[str, Callable[[str], Any]] = {
     "ragas": lambda path: list(stream_ragas(path, file_format="jsonl")),
     # The spans are read and refused before the gold file is opened.
     "openinference": lambda path: list(
-        stream_openinference(
-            path, "no-gold", rules=ImportRules("key"), notes=OpenInferenceNotes()
-        )
+        stream_openinference(path, "no-gold", rules=ImportRules("key"), notes=[])
     ),
 }
 

@@ -62,7 +62,6 @@ _GOLD = {
 
 Key = str | int
 Documents = list[tuple[str, str | None]]  # each document's id and content
-OpenInferenceNotes = list  # the import's notes, complete once its records are
 
 
 @dataclass(frozen=True)
@@ -575,8 +574,8 @@ def _question(trace: Trace) -> str | None:
         return text
     with suppress(ValueError):
         query = strict_json_loads(text)
-        query = query.get("query") if type(query) is dict else None
-        return query if isinstance(query, str) else question
+        if type(query) is dict and isinstance(asked := query.get("query"), str):
+            return asked
     return question
 
 

@@ -145,8 +145,7 @@ def stream_ragas(
     """The records, a sample at a time; an unreadable row anywhere is refused
     before a wrong one, and the dataset before the labels."""
     path = str(path)
-    by_name = "csv" if path.lower().endswith(".csv") else "jsonl"
-    from_csv = (file_format or by_name) == "csv"
+    from_csv = file_format == "csv" if file_format else path.lower().endswith(".csv")
     labels, refused = None, None
     try:
         labels = None if labels_path is None else read_labels(labels_path)

@@ -65,8 +65,8 @@ def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]
                     raw = raw.removeprefix(b"\xef\xbb\xbf")  # an editor's mark
                 text = raw.decode("utf-8", "surrogateescape")
                 if (problem := undecodable(text)) is not None:
-                    gzipped = raw.startswith(b"\x1f\x8b")
-                    problem += "; it looks gzipped: name it .gz" * gzipped
+                    if raw.startswith(b"\x1f\x8b"):
+                        problem += "; it looks gzipped: name it .gz"
                     raise InputFileError(path, number, problem)
                 content = text.strip(C_SPACE)
                 if content and content[0] != "#":
