@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
-from .core.errors import quote
+from .core.errors import _LONE_SURROGATE, quote
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -24,7 +24,6 @@ MAX_DEPTH = 100  # far beyond any record, below what Inspect's writer can nest
 # Undecodable bytes are read as lone surrogates in U+DC80..U+DCFF
 # ("surrogateescape"); strict UTF-8 can never produce them.
 ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class UnsupportedJSON(ValueError):
