@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # new in Python 3.11; only the type is needed
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
-_Fail = Callable[[str], NoReturn]
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
@@ -106,7 +105,7 @@ def _read_items(
 
 def _line_object(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
-) -> tuple[str, Callable[..., Any], _Fail, str]:
+) -> tuple[str, Callable[..., Any], Callable[[str], NoReturn], str]:
     """The line's id, a reader of its fields, a refusal, and the item's name."""
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")

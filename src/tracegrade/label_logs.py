@@ -99,9 +99,8 @@ def apply_labels(
     log: EvalLog, path: str, *, action: ApplyAction
 ) -> tuple[EvalLog, int, int]:
     """`log` rescored in place with the staff labels in `path`, once every
-    label names a run of it (the dataset's samples, errored ones included,
-    and its epochs, configured or logged); with its counts of samples and
-    epochs. `append` keeps the old scores, `overwrite` not."""
+    label names one of its runs (its samples, errored ones included, and
+    epochs, configured or logged); with how many samples and epochs it has."""
     labels = StaffLabels.read(path)
     # The keys the log's first stage score read, so labels join onto exactly
     # the records the run diagnosed.

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
-from .core.errors import quote
+from .core.errors import _LONE_SURROGATE, quote
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -23,8 +23,7 @@ MAX_DEPTH = 100  # far beyond any record, below what Inspect's writer can nest
 
 # Undecodable bytes are read as lone surrogates in U+DC80..U+DCFF
 # ("surrogateescape"); strict UTF-8 can never produce them.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 class UnsupportedJSON(ValueError):
@@ -122,7 +121,7 @@ def is_blank(text: str) -> bool:
 
 def undecodable(text: str) -> str | None:
     """Why a line read by `read_lines` is not UTF-8 text, or None if it is."""
-    found = _ESCAPED_BYTE.search(text)
+    found = ESCAPED_BYTE.search(text)
     if found is None:
         return None
     byte = ord(found.group()) - 0xDC00
@@ -134,7 +133,7 @@ def has_lone_surrogate(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is not None
 
 
-def _reject_constant(name: str) -> NoReturn:
+def reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -190,7 +189,7 @@ def _depth(value: Any) -> int:  # level by level: no recursion
 _STRICT_DECODER, _KEY_CHECKING_DECODER = (
     json.JSONDecoder(
         object_pairs_hook=partial(_unique_keys, of_text=of_text),
-        parse_constant=_reject_constant,
+        parse_constant=reject_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,
     )

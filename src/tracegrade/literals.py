@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal as Kind
-from typing import NoReturn
 
 from .core.fields import is_id_list
+from .lines import reject_constant
 
 Form = Kind["json", "python-list"]
 
@@ -86,11 +86,7 @@ def _skip(text: str, position: int) -> int:
     return match.end()
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_DECODER = json.JSONDecoder(parse_constant=reject_constant)
 
 
 def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:

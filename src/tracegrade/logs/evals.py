@@ -209,7 +209,7 @@ def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     copies = len(superseded) - retries
     their = "its" if retries == 1 else "their"
     parts = [
-        f"{count} log{'s' * (count != 1)} superseded by {by}"
+        f"{count} log{'' if count == 1 else 's'} superseded by {by}"
         for count, by in ((retries, f"{their} retry"),
                           (copies, "a newer copy of the same eval"))
         if count

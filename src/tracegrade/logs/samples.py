@@ -17,6 +17,7 @@ from inspect_ai.log import EvalLog, EvalSample
 from pydantic_core import from_json
 
 from ..core.errors import quote
+from ..lines import ESCAPED_BYTE
 
 # Members over this are streamed, in about `STREAM_READS` reads (yajl rescans).
 STREAM_OVER: Final = 16 * 1024 * 1024
@@ -252,8 +253,6 @@ def json_samples(path: str) -> Iterator[SampleRead]:
 
 
 _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
-# What `surrogateescape` decodes a byte that is not UTF-8 to.
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 # `raw_decode` reads NaN, as ijson cannot; the window ends at a byte not UTF-8.
@@ -270,7 +269,7 @@ class _JsonText:
         if not chunk:
             self.ended = True
             return False
-        if (bad := _UNDECODABLE.search(chunk)) is not None:
+        if (bad := ESCAPED_BYTE.search(chunk)) is not None:
             self.undecodable = ord(bad.group()) - 0xDC00
             chunk = chunk[: bad.start()]
         self.text, self.at = self.text[self.at :] + chunk, 0
