@@ -141,11 +141,8 @@ def _print_summary(
     from rich.console import Console
     from rich.markup import escape
 
-    records, errors, failures = (
-        counts.records,
-        counts.not_scored,
-        counts.answer_failures,
-    )
+    records = counts.records
+    errors, failures = counts.not_scored, counts.answer_failures
     table = count_table(
         [
             ("lines read", counts.lines),
