@@ -127,7 +127,7 @@ def check(
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
-    kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
+    kind = f"{entry['kind']} [{entry['field']}]"  # `Problem.as_json` has a field
     if entry["side"] == "answer":
         kind = click.style(kind + " (answer failure)", fg="yellow")
     else:
