@@ -17,13 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Final, Literal
 
-from inspect_ai.log import (
-    EvalLog,
-    EvalPlan,
-    EvalSample,
-    EvalSampleReductions,
-    EvalSpec,
-)
+from inspect_ai.log import EvalLog, EvalPlan, EvalSample, EvalSampleReductions, EvalSpec
 from inspect_ai.scorer import Score
 from isal import isal_zlib
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python

@@ -26,8 +26,7 @@ KEYS_KEPT = 50
 
 @dataclass
 class FieldPresence:
-    """Which of a task's fields some record's input has, and the keys seen:
-    a field in no record at all is most likely a key typo."""
+    """Which of a task's fields some record's input has, and the keys seen."""
 
     fields: dict[str, str]
     found: set[str] = field(default_factory=set)

@@ -11,7 +11,6 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
 from time import perf_counter
@@ -60,6 +59,7 @@ from .scoring import (
     TASKS,
     DiskIds,
     LineScorer,
+    Number,
     Problem,
     ScoredLine,
     ScoreSummary,
@@ -74,11 +74,6 @@ UNREADABLE_INPUT_LIMIT = 2000
 # The viewer lists no sample of a `.json` log over 100 MiB; a margin for the header.
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
 _UNREADABLE_OVERHEAD = 2048
-Number = int | float
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
 
 
 @dataclass
@@ -217,7 +212,7 @@ class ScoreRun:
             else read_range(job.path, job.lines)
         )
         records = scored_lines(lines, self.scorer, self.summary, self.presence, advance)
-        started_at, started = _now(), perf_counter()
+        started_at, started = iso_now("auto"), perf_counter()
         for text, scored in records:
             try:
                 if scored.case is not None and scored.score is not None:
@@ -231,7 +226,7 @@ class ScoreRun:
             writing = perf_counter()
             self._write_result(scored)
             self.timings["jsonl"] += perf_counter() - writing
-            started_at, started = _now(), perf_counter()
+            started_at, started = iso_now("auto"), perf_counter()
 
     def _write_result(self, scored: ScoredLine) -> None:
         line, sample_id, _, score, problem = scored
@@ -336,7 +331,7 @@ class ScoreRun:
             scores={self.scorer_name: score},
             store=replayed_store(case.input),
             started_at=started_at,
-            completed_at=_now(),
+            completed_at=iso_now("auto"),
             seconds=elapsed,
         )
         self._add(part, parts, score)
@@ -400,7 +395,7 @@ class ScoreRun:
                 record={},
                 read_from=self.bulk_task.read_from,
             )
-            now = _now()
+            now = iso_now("auto")
             parts = SampleParts(
                 id=sample_id,
                 input=text,

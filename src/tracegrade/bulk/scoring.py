@@ -174,11 +174,11 @@ class DiskIds:
     """Sample ids as 128-bit digests in SQLite's private temporary database,
     deleted at once: memory stays flat, and no kill leaves a file."""
 
-    def __init__(self, cache_kib: int = 8192) -> None:
+    def __init__(self) -> None:
         self._db = sqlite3.connect("", isolation_level=None)
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "temp_store=FILE"):
             self._db.execute(f"PRAGMA {pragma}")
-        self._db.execute(f"PRAGMA cache_size=-{cache_kib}")
+        self._db.execute("PRAGMA cache_size=-8192")  # KiB, when negative
         self._db.execute(
             "CREATE TABLE seen (digest BLOB PRIMARY KEY, line INTEGER NOT NULL) "
             "WITHOUT ROWID"

@@ -127,7 +127,7 @@ def check(
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
-    kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
+    kind = f"{entry['kind']} [{entry['field']}]"  # `Problem.as_json` has a field
     if entry["side"] == "answer":
         kind = click.style(kind + " (answer failure)", fg="yellow")
     else:
@@ -141,11 +141,8 @@ def _print_summary(
     from rich.console import Console
     from rich.markup import escape
 
-    records, errors, failures = (
-        counts.records,
-        counts.not_scored,
-        counts.answer_failures,
-    )
+    records = counts.records
+    errors, failures = counts.not_scored, counts.answer_failures
     table = count_table(
         [
             ("lines read", counts.lines),
