@@ -29,6 +29,7 @@ def write_runs(path: Path, typo: bool = False) -> Path:
     for number in range(600):
         record = {required: ["D1", "D2"], "context": ["D1"] * (number % 3)}
         record["correct"] = number % 2 == 0
+        record |= {f"note{number}": 1} if typo else {}  # more keys than are kept
         lines.append(json.dumps({"id": f"run-{number}", "input": record}))
     lines.insert(7, "{broken")  # line 8: its sample would be `line-8`
     lines.insert(300, "   ")
@@ -81,6 +82,7 @@ def test_workers_write_the_samples_of_one_process(
     assert comparable(split) == comparable(alone)
     assert split["by_kind"]["duplicate-sample-id"] == 1
     assert bool(split["warnings"]) == typo
+    assert all("; more than 50 in all)" in w["message"] for w in split["warnings"])
     assert samples(split["logs"]) == samples(alone["logs"])
     assert "line-8~2" in samples(split["logs"])  # the real `line-8` kept its id
     if results_format == "parquet":

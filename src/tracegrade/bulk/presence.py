@@ -30,20 +30,29 @@ class FieldPresence:
 
     fields: dict[str, str]
     found: set[str] = field(default_factory=set)
-    keys: set[str] = field(default_factory=set)
+    keys: dict[str, None] = field(default_factory=dict)  # the first seen, in order
+    more_keys: bool = False
 
     def note(self, record_input: dict[str, Any]) -> None:
         for key in record_input:
             name = STANDS_FOR.get(key, key)
             if name in self.fields:
                 self.found.add(name)
-            if len(self.keys) < KEYS_KEPT:
-                self.keys.add(key)
+            self.add_key(key)
+
+    def add_key(self, key: str) -> None:
+        """Ranges added in file order keep the keys one process keeps."""
+        if len(self.keys) < KEYS_KEPT:
+            self.keys[key] = None
+        elif key not in self.keys:
+            self.more_keys = True
 
     def warnings(self, path: str) -> list[dict[str, str]]:
         from ..scorers.key_warnings import listed_keys
 
         keys = listed_keys(self.keys)
+        if self.more_keys:
+            keys += f"; more than {KEYS_KEPT} in all"
         warned = []
         for name, without in self.fields.items():
             if name not in self.found:

@@ -232,7 +232,9 @@ class WorkersRun:
         presence = FieldPresence(READ_FIELDS[self.task])
         for outcome in self.outcomes:
             presence.found |= outcome.presence.found
-            presence.keys |= outcome.presence.keys
+            for key in outcome.presence.keys:
+                presence.add_key(key)
+            presence.more_keys |= outcome.presence.more_keys
         self.summary.warnings = presence.warnings(self.path)
         warnings = tuple(warning["message"] for warning in self.summary.warnings)
         taken = frozenset().union(*(o.line_like_ids for o in self.outcomes))
