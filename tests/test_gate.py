@@ -22,6 +22,7 @@ from tests.commands import Completed, run_tracegrade
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.report.page import COMMENT_LIMIT, MarkdownPage, Table, escape
+from tracegrade.report.thresholds import ThresholdCheck, threshold_line
 from tracegrade.tasks.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,7 +230,10 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     # digit a double holds is compared: 0.8 passes 0.8, not one more.
     checks = [("errors", "0.4", 0), ("control", "8e-1", 0), ("control", "0.81", 3)]
     for run, value, code in [*checks, ("control", "0.800000000000001", 3)]:
-        invoke("report", runs[run], "--fail-under", f"pass={value}", exit_code=code)
+        result = invoke(
+            "report", runs[run], "--fail-under", f"pass={value}", exit_code=code
+        )
+    assert "pass 0.8000 < 0.800000000000001 in" in result.stderr  # not "< 0.8"
     # compare checks NEW; BASE, which passes 24 of 30, is not what is checked.
     pair = (runs["control"], runs["errors"])
     result = invoke("compare", *pair, "--fail-under", "pass=0.5", exit_code=3)
@@ -239,6 +243,11 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
         result.stderr,
     )
     invoke("compare", *pair[::-1], "--fail-under", "pass=0.8", exit_code=0)
+
+
+def test_a_threshold_line_never_rounds_a_figure_to_the_other_side() -> None:
+    check = ThresholdCheck("pass", 0.8, 0.79996, False, "E1", "t", "m", "s", 5)
+    assert threshold_line(check).startswith("pass 0.79996 < 0.8 in E1 (t, m)")
 
 
 THRESHOLDS = [

@@ -115,8 +115,13 @@ def check_thresholds(
 def threshold_line(check: ThresholdCheck) -> str:
     """ "pass 0.4333 < 0.8 in E1 (task, model), stage_diagnosis, over all 30 runs"."""
     value = "none (no runs)" if check.value is None else f"{check.value:.4f}"
+    threshold = f"{check.threshold:g}"
+    if float(threshold) != check.threshold:
+        threshold = repr(check.threshold)
+    if check.value is not None and (float(value) >= check.threshold) != check.met:
+        value = repr(check.value)  # four decimals would read as the other side
     relation = "is not >=" if check.value is None else ">=" if check.met else "<"
     return (
-        f"{check.metric} {value} {relation} {check.threshold:g} in {check.eval} "
+        f"{check.metric} {value} {relation} {threshold} in {check.eval} "
         f"({check.task}, {check.model}), {check.score}, over all {check.runs} runs"
     )
