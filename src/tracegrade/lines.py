@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
-from .core.errors import _LONE_SURROGATE, quote
+from .core.errors import LONE_SURROGATE, quote
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -130,7 +130,7 @@ def undecodable(text: str) -> str | None:
 
 def has_lone_surrogate(text: str) -> bool:
     """A string UTF-8 cannot encode (`json.loads` joins surrogate pairs)."""
-    return _LONE_SURROGATE.search(text) is not None
+    return LONE_SURROGATE.search(text) is not None
 
 
 def reject_constant(name: str) -> NoReturn:

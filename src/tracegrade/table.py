@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
+from .core.errors import escape_lone_surrogates, quote
 from .schema import DIAGNOSED_STAGES
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def arrow_column(values: list[Any], kind: pa.DataType) -> pa.Array:
 
 def _escaped(value: Any) -> Any:
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub(_escape_surrogate, value)
+        return escape_lone_surrogates(value)
     if isinstance(value, list):
         return [_escaped(item) for item in value]
     if isinstance(value, dict):

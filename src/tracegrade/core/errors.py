@@ -11,7 +11,7 @@ from typing import Any
 QUOTE_LIMIT = 120
 # Deeper structure is shown as `[...]`, not raised as a `RecursionError`.
 _QUOTE_DEPTH = 8
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOUNDED_REPR = reprlib.Repr()
 _BOUNDED_REPR.maxlevel = 3
 _BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = QUOTE_LIMIT
@@ -21,10 +21,14 @@ def _escape_surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def escape_lone_surrogates(text: str) -> str:
+    """Each lone surrogate as the `\\uXXXX` it stood as: UTF-8 cannot hold it."""
+    return LONE_SURROGATE.sub(_escape_surrogate, text)
+
+
 def _json_string(text: str, limit: int) -> str:
     # Non-ASCII as typed; a lone surrogate as the escape it stood as.
-    cut = text[: limit + 1]
-    return _LONE_SURROGATE.sub(_escape_surrogate, json.dumps(cut, ensure_ascii=False))
+    return escape_lone_surrogates(json.dumps(text[: limit + 1], ensure_ascii=False))
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
